@@ -1,0 +1,37 @@
+import type { Context as HonoContext, MiddlewareHandler } from "hono";
+import { bindContext, contextFrom } from "../../core/context.ts";
+import type { Middleware } from "../../core/handler.ts";
+import type { Chain } from "../../middleware/chain.ts";
+
+/**
+ * Runs a Portcullis middleware (a guard, a scoped `authz.routes`, or a whole
+ * chain) as Hono middleware. When the middleware answers, Hono's chain stops
+ * there; when it calls `next`, the context it built is bound to `c` (so
+ * `mustAuthentication(c)` works) and Hono goes on exactly once.
+ */
+export function honoMiddleware(middleware: Middleware | Chain): MiddlewareHandler {
+  const mw: Middleware = typeof middleware === "function" ? middleware : middleware.middleware;
+  return async (c: HonoContext, next) => {
+    let passed = false;
+    const handler = mw(async (request) => {
+      if (passed) throw new Error("portcullis: next was called twice");
+      passed = true;
+      bindContext(c, contextFrom(request));
+      await next();
+      return c.res;
+    });
+    const response = await handler(c.req.raw, c.env, executionContext(c));
+    if (!passed) return response;
+    // Legs may have answered with a decorated copy of the downstream response.
+    if (response !== c.res) c.res = response;
+    return undefined;
+  };
+}
+
+function executionContext(c: HonoContext): unknown {
+  try {
+    return c.executionCtx;
+  } catch {
+    return undefined; // Hono throws when the runtime has none (Node, Bun)
+  }
+}

@@ -1,0 +1,1 @@
+export { newChain, newHandler, type SecurityOptions } from "./new-chain.ts";

@@ -1,0 +1,123 @@
+import { ANONYMOUS, AUTHENTICATION } from "../core/authentication.ts";
+import { bindValue, contextFrom } from "../core/context.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
+import { matchPath } from "../core/path.ts";
+import { problemResponse } from "../core/problem.ts";
+import { Chain } from "../middleware/chain.ts";
+
+/**
+ * The legs of the security chain, each a `Middleware`, run in this order:
+ * headers, CORS, rate limiting, session lookup, further authenticators, CSRF,
+ * login, authorization. Only `authorization` is required: without it every
+ * request would pass, so the chain refuses to be built.
+ */
+export interface SecurityOptions {
+  /** Leg 1: security headers on every response, denials included. */
+  readonly headers?: Middleware;
+  /** Leg 2: CORS; answers preflights. */
+  readonly cors?: Middleware;
+  /** Leg 3: rate limiting. */
+  readonly rateLimit?: Middleware;
+  /** Leg 4: session lookup; binds the session and its principal. */
+  readonly session?: Middleware;
+  /** Authenticators that run after the session lookup, such as `basicAuth({ required: false })`. */
+  readonly authentication?: Middleware | readonly Middleware[];
+  /** Leg 5: CSRF protection. */
+  readonly csrf?: Middleware;
+  /** Leg 6: the login and logout endpoints; reachable only through the chain. */
+  readonly login?: Middleware;
+  /** Leg 7 (required): default-deny authorization, usually `authz.routes([...])`. */
+  readonly authorization: Middleware;
+  /**
+   * Called with anything a leg or the wrapped handler throws; the client gets
+   * a bare 500 either way. Default: `console.error`.
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+const LEG_NAMES = [
+  "headers",
+  "cors",
+  "rateLimit",
+  "session",
+  "csrf",
+  "login",
+  "authorization",
+] as const;
+
+/** The security chain itself (Go's `securityhttp.New`): mount `chain.middleware` through an adapter. */
+export function newChain(options: SecurityOptions): Chain {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidOptionsError("newChain needs an options object");
+  if (options.authorization === undefined) {
+    throw new InvalidOptionsError(
+      "the security chain needs an `authorization` leg (authz.routes([...])); an empty rule list denies everything",
+    );
+  }
+  for (const name of LEG_NAMES) {
+    const leg = options[name];
+    if (leg !== undefined && typeof leg !== "function")
+      throw new InvalidOptionsError(`option ${name} must be a middleware`);
+  }
+  const authenticators =
+    options.authentication === undefined
+      ? []
+      : typeof options.authentication === "function"
+        ? [options.authentication]
+        : [...options.authentication];
+  for (const leg of authenticators) {
+    if (typeof leg !== "function")
+      throw new InvalidOptionsError("option authentication takes middleware");
+  }
+  const onError =
+    options.onError ?? ((error: unknown) => console.error("portcullis: request failed", error));
+
+  const legs: Middleware[] = [];
+  if (options.headers) legs.push(options.headers);
+  legs.push(guardRequest(onError));
+  if (options.cors) legs.push(options.cors);
+  if (options.rateLimit) legs.push(options.rateLimit);
+  if (options.session) legs.push(options.session);
+  legs.push(...authenticators);
+  if (options.csrf) legs.push(options.csrf);
+  if (options.login) legs.push(options.login);
+  legs.push(options.authorization);
+  return new Chain(...legs);
+}
+
+/**
+ * Go's `securityhttp.NewHandler`: one handler that runs the whole chain before
+ * `handler` (any Fetch handler, such as Hono's `app.fetch`), so requests the
+ * router has no route for are covered too.
+ */
+export function newHandler(handler: FetchHandler, options: SecurityOptions): Handler {
+  if (typeof handler !== "function")
+    throw new InvalidOptionsError("newHandler needs a handler function");
+  return newChain(options).then(handler);
+}
+
+/**
+ * Runs right after the headers leg, so its answers carry the headers: refuses
+ * ambiguous paths once for every later leg, starts the request as anonymous,
+ * and turns anything thrown further in into a bare 500.
+ */
+function guardRequest(onError: (error: unknown, request: Request) => void): Middleware {
+  return (next: Handler): Handler =>
+    async (request, ...rest) => {
+      if (matchPath(request) === undefined) {
+        return problemResponse(400, { detail: "The request path is not acceptable." });
+      }
+      if (!contextFrom(request).has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
+      try {
+        return await next(request, ...rest);
+      } catch (error) {
+        try {
+          onError(error, request);
+        } catch {
+          // A failing logger must not turn a 500 into a crash.
+        }
+        return problemResponse(500);
+      }
+    };
+}

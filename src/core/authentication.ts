@@ -1,0 +1,82 @@
+import { bindValue, type ContextSource, contextFrom, createContextKey } from "./context.ts";
+import { NoAuthenticationError } from "./errors.ts";
+
+/** The principal the chain resolved for a request. */
+export interface Authentication {
+  /** The principal's name: a username, an API key id, an OAuth2 client id. */
+  readonly name: string;
+  /** Roles and other authorities, compared literally by the guards. */
+  readonly authorities: readonly string[];
+  /** True once credentials were verified; false for the anonymous principal. */
+  readonly authenticated: boolean;
+  /** True only for the anonymous principal the chain binds when nobody signed in. */
+  readonly anonymous: boolean;
+  /** Whatever the authenticator wants to carry along (a user record, a grant). */
+  readonly details?: unknown;
+}
+
+/** The principal of a request that presented no credentials. */
+export const ANONYMOUS: Authentication = Object.freeze({
+  name: "anonymous",
+  authorities: Object.freeze([]) as readonly string[],
+  authenticated: false,
+  anonymous: true,
+});
+
+/** An authenticated, non-anonymous principal. */
+export function createAuthentication(
+  name: string,
+  authorities: Iterable<string> = [],
+  details?: unknown,
+): Authentication {
+  const auth: Authentication = {
+    name,
+    authorities: Object.freeze([...new Set(authorities)]),
+    authenticated: true,
+    anonymous: false,
+    ...(details === undefined ? {} : { details }),
+  };
+  return Object.freeze(auth);
+}
+
+/** Where the chain keeps the principal. */
+export const AUTHENTICATION = createContextKey<Authentication>("portcullis.authentication");
+
+/** Binds `authentication` as the principal of `request` (used by authenticators). */
+export function bindAuthentication(request: object, authentication: Authentication): void {
+  bindValue(request, AUTHENTICATION, authentication);
+}
+
+/** The principal bound to `source`, or `undefined` when the chain did not run. */
+export function authenticationFrom(source: ContextSource): Authentication | undefined {
+  return contextFrom(source).get(AUTHENTICATION);
+}
+
+/**
+ * The principal bound to `source`. Throws `NoAuthenticationError` when nothing
+ * is bound: code that reads a principal the chain never resolved fails closed.
+ */
+export function mustAuthentication(source: ContextSource): Authentication {
+  const auth = authenticationFrom(source);
+  if (auth === undefined) {
+    throw new NoAuthenticationError(
+      "no authentication is bound to this request; is the security chain in front of this code?",
+    );
+  }
+  return auth;
+}
+
+/** True only for an authenticated, non-anonymous principal. */
+export function isAuthenticated(source: ContextSource | Authentication | undefined): boolean {
+  if (source === undefined) return false;
+  const auth = isAuthentication(source) ? source : authenticationFrom(source);
+  return auth !== undefined && auth.authenticated && !auth.anonymous;
+}
+
+function isAuthentication(value: object): value is Authentication {
+  return (
+    typeof (value as Authentication).name === "string" &&
+    Array.isArray((value as Authentication).authorities) &&
+    typeof (value as Authentication).authenticated === "boolean"
+  );
+}

@@ -1,0 +1,44 @@
+/** Stable codes carried by every error Portcullis throws. */
+export type ErrorCode =
+  | "ERR_PORTCULLIS"
+  | "ERR_INVALID_OPTIONS"
+  | "ERR_NO_AUTHENTICATION"
+  | "ERR_AUTHENTICATION_REQUIRED"
+  | "ERR_ACCESS_DENIED";
+
+/** Base class: `code` is stable across releases, `message` is for humans. */
+export class PortcullisError extends Error {
+  static code: ErrorCode = "ERR_PORTCULLIS";
+  readonly code: ErrorCode = "ERR_PORTCULLIS";
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A security-relevant option is missing or malformed; thrown when a middleware is built, never per request. */
+export class InvalidOptionsError extends PortcullisError {
+  static override code = "ERR_INVALID_OPTIONS" as const;
+  override readonly code = "ERR_INVALID_OPTIONS" as const;
+}
+
+/** Nothing bound an authentication to this request: the chain did not run before this code. */
+export class NoAuthenticationError extends PortcullisError {
+  static override code = "ERR_NO_AUTHENTICATION" as const;
+  override readonly code = "ERR_NO_AUTHENTICATION" as const;
+}
+
+/** The caller is anonymous and the operation needs an authenticated principal (HTTP 401). */
+export class AuthenticationRequiredError extends PortcullisError {
+  static override code = "ERR_AUTHENTICATION_REQUIRED" as const;
+  override readonly code = "ERR_AUTHENTICATION_REQUIRED" as const;
+  readonly status = 401;
+}
+
+/** The caller is authenticated but not allowed (HTTP 403). */
+export class AccessDeniedError extends PortcullisError {
+  static override code = "ERR_ACCESS_DENIED" as const;
+  override readonly code = "ERR_ACCESS_DENIED" as const;
+  readonly status = 403;
+}

@@ -1,0 +1,47 @@
+export {
+  ANONYMOUS,
+  AUTHENTICATION,
+  type Authentication,
+  authenticationFrom,
+  bindAuthentication,
+  createAuthentication,
+  isAuthenticated,
+  mustAuthentication,
+} from "./authentication.ts";
+export {
+  addChallenge,
+  CHALLENGES,
+  DEFAULT_CHALLENGE,
+  forbiddenResponse,
+  quotedString,
+  unauthorizedResponse,
+} from "./challenge.ts";
+export {
+  bindContext,
+  bindValue,
+  boundContext,
+  Context,
+  type ContextKey,
+  type ContextSource,
+  contextFrom,
+  createContextKey,
+} from "./context.ts";
+export {
+  AccessDeniedError,
+  AuthenticationRequiredError,
+  type ErrorCode,
+  InvalidOptionsError,
+  NoAuthenticationError,
+  PortcullisError,
+} from "./errors.ts";
+export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";
+export {
+  MATCH_PATH,
+  MAX_PATH_LENGTH,
+  matchPath,
+  normalizePath,
+  pathOfUrl,
+  RAW_PATH,
+} from "./path.ts";
+export { type ProblemInit, problemResponse } from "./problem.ts";
+export { timingSafeEqual } from "./timing-safe.ts";

@@ -1,0 +1,35 @@
+const titles: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+export interface ProblemInit {
+  /** Short, generic, never containing secrets or input echoes. Defaults to the status text. */
+  readonly title?: string;
+  readonly detail?: string;
+  /** Defaults to `about:blank` (RFC 9457 §4.2.1). */
+  readonly type?: string;
+  readonly headers?: HeadersInit;
+}
+
+/** An RFC 9457 problem-details response. */
+export function problemResponse(status: number, init: ProblemInit = {}): Response {
+  const body: Record<string, unknown> = {
+    type: init.type ?? "about:blank",
+    title: init.title ?? titles[status] ?? "Error",
+    status,
+  };
+  if (init.detail !== undefined) body.detail = init.detail;
+  const headers = new Headers(init.headers);
+  headers.set("content-type", "application/problem+json");
+  if (!headers.has("cache-control")) headers.set("cache-control", "no-store");
+  return new Response(JSON.stringify(body), { status, headers });
+}
