@@ -31,7 +31,8 @@ export class RoleHierarchy {
         );
       }
       for (let i = 0; i + 1 < roles.length; i++) {
-        (edges[roles[i] as string] ??= []).push(roles[i + 1] as string);
+        const parent = roles[i] as string;
+        edges[parent] = [...(edges[parent] ?? []), roles[i + 1] as string];
       }
     }
     return RoleHierarchy.from(edges);

@@ -94,7 +94,7 @@ export function newChain(options: SecurityOptions): Chain {
 export function newHandler(handler: FetchHandler, options: SecurityOptions): Handler {
   if (typeof handler !== "function")
     throw new InvalidOptionsError("newHandler needs a handler function");
-  return newChain(options).then(handler);
+  return newChain(options).wrap(handler);
 }
 
 /**

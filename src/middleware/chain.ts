@@ -23,8 +23,12 @@ export class Chain {
     return new Chain(...this.#legs, ...legs);
   }
 
-  /** Wraps `handler` in every leg; the result is an ordinary `Handler`. */
-  then(handler: FetchHandler): Handler {
+  /**
+   * Wraps `handler` in every leg (Go's `Chain.Then`); the result is an ordinary
+   * `Handler`. Not named `then`: a class with a `then` method is a thenable, and
+   * `await`ing a chain (from an async factory, say) would never settle.
+   */
+  wrap(handler: FetchHandler): Handler {
     let next = toHandler(handler);
     for (let i = this.#legs.length - 1; i >= 0; i--) next = (this.#legs[i] as Middleware)(next);
     return next;
@@ -32,6 +36,6 @@ export class Chain {
 
   /** The whole chain as one `Middleware`, for adapters and for nesting chains. */
   get middleware(): Middleware {
-    return (next) => this.then(next);
+    return (next) => this.wrap(next);
   }
 }
