@@ -10,7 +10,7 @@ import {
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 
-const { anyRequest, match, routes } = authz;
+const { match, routes } = authz;
 
 /**
  * Demo accounts, for local use only: fixed passwords anyone can read here.

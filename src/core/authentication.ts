@@ -70,7 +70,7 @@ export function mustAuthentication(source: ContextSource): Authentication {
 export function isAuthenticated(source: ContextSource | Authentication | undefined): boolean {
   if (source === undefined) return false;
   const auth = isAuthentication(source) ? source : authenticationFrom(source);
-  return auth !== undefined && auth.authenticated && !auth.anonymous;
+  return auth?.authenticated === true && !auth.anonymous;
 }
 
 function isAuthentication(value: object): value is Authentication {
