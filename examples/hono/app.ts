@@ -1,22 +1,33 @@
 import { Hono } from "hono";
 import {
   authz,
-  type BasicAuthUser,
   basicAuth,
+  createPasswordEncoder,
+  csrf,
+  csrfToken,
   type Handler,
+  type LoginUser,
+  login,
   mustAuthentication,
   newHandler,
+  type PasswordEncoder,
   requireRole,
+  type SessionStore,
+  sessions,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 
 const { match, routes } = authz;
 
-/**
- * Demo accounts, for local use only: fixed passwords anyone can read here.
- * Override them with PORTCULLIS_DEMO_<NAME>_PASSWORD; never deploy them.
- */
-export function demoUsers(env: Record<string, string | undefined> = process.env): BasicAuthUser[] {
+/** A demo account: for local use only, its password is public. */
+export interface DemoAccount {
+  readonly name: string;
+  readonly authorities: readonly string[];
+  readonly password: string;
+}
+
+/** Demo accounts; override the passwords with PORTCULLIS_DEMO_<NAME>_PASSWORD. Never deploy them. */
+export function demoAccounts(env: Record<string, string | undefined> = process.env): DemoAccount[] {
   return [
     {
       name: "alice",
@@ -36,16 +47,43 @@ export function demoUsers(env: Record<string, string | undefined> = process.env)
   ];
 }
 
-/** The example application: a Hono router behind the whole security chain. */
-export function createExampleHandler(users: readonly BasicAuthUser[] = demoUsers()): Handler {
-  const app = new Hono();
+export interface ExampleOptions {
+  readonly accounts?: readonly DemoAccount[];
+  readonly passwordEncoder?: PasswordEncoder;
+  readonly sessionStore?: SessionStore;
+}
 
+/** The example application: a Hono router behind the whole security chain. */
+export async function createExampleHandler(options: ExampleOptions = {}): Promise<Handler> {
+  const encoder = options.passwordEncoder ?? createPasswordEncoder();
+  // The store keeps hashes only, as a real user table would.
+  const users = new Map<string, LoginUser>();
+  for (const account of options.accounts ?? demoAccounts()) {
+    users.set(account.name, {
+      name: account.name,
+      authorities: account.authorities,
+      passwordHash: await encoder.hash(account.password),
+    });
+  }
+  const findUser = (name: string) => users.get(name);
+
+  const app = new Hono();
   app.get("/public/hello", (c) => c.json({ message: "hello, whoever you are" }));
-  app.get("/", (c) => {
+
+  app.get("/login", async (c) => {
+    const token = await csrfToken(c);
+    const failed = c.req.query("error") !== undefined;
+    return c.html(loginPage(token, failed));
+  });
+
+  app.get("/", async (c) => {
     // Integration pattern 1: the chain in front of the router resolved the principal.
     const me = mustAuthentication(c);
-    return c.json({ name: me.name, authorities: me.authorities });
+    if (!(c.req.header("accept") ?? "").includes("text/html"))
+      return c.json({ name: me.name, authorities: me.authorities });
+    return c.html(homePage(me.name, me.authorities, await csrfToken(c)));
   });
+
   app.get("/staff/*", (c) =>
     c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name }),
   );
@@ -56,17 +94,36 @@ export function createExampleHandler(users: readonly BasicAuthUser[] = demoUsers
   admin.get("/panel", (c) => c.json({ area: "admin", name: mustAuthentication(c).name }));
   app.route("/admin", admin);
 
-  const byName = new Map(users.map((u) => [u.name, u]));
   return newHandler(app.fetch, {
-    // HTTP Basic for now; requests without credentials go on as anonymous.
+    // Secure is off only because the example serves plain HTTP on localhost.
+    session: sessions({
+      secure: false,
+      ...(options.sessionStore ? { store: options.sessionStore } : {}),
+    }),
+    // HTTP Basic stays available for API calls; without credentials a request goes on as anonymous.
     authentication: basicAuth({
-      findUser: (name) => byName.get(name),
+      findUser: (name) => {
+        const user = users.get(name);
+        return (
+          user && { name: user.name, authorities: user.authorities, password: user.passwordHash }
+        );
+      },
+      verifyPassword: (presented, stored) => encoder.verify(presented, stored),
       realm: "portcullis example",
       required: false,
+    }),
+    csrf: csrf(),
+    login: login({
+      findUser,
+      passwordEncoder: encoder,
+      successRedirect: "/",
+      failureRedirect: "/login?error",
+      logoutRedirect: "/login",
     }),
     authorization: routes(
       [
         match("GET", "/public/**").permitAll(),
+        match("GET", "/login").permitAll(),
         match("GET", "/").authenticated(),
         match("GET", "/staff/**").hasRole("STAFF"),
         match("GET", "/admin/**").authenticated(), // the route group's guard asks for ADMIN
@@ -75,4 +132,38 @@ export function createExampleHandler(users: readonly BasicAuthUser[] = demoUsers
       { hierarchy: "ADMIN > STAFF > USER" },
     ),
   });
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+function loginPage(token: string, failed: boolean): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in · Portcullis example</title></head>
+<body>
+<h1>Sign in</h1>
+${failed ? '<p id="error" role="alert">Wrong username or password.</p>' : ""}
+<form method="post" action="/login">
+  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
+  <label>Username <input name="username" autocomplete="username" required></label>
+  <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+  <button type="submit">Sign in</button>
+</form>
+<p>Demo accounts (local use only): alice / demo-alice, sam / demo-sam, ada / demo-ada.</p>
+</body></html>`;
+}
+
+function homePage(name: string, authorities: readonly string[], token: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Home · Portcullis example</title></head>
+<body>
+<h1 id="welcome">Signed in as ${escapeHtml(name)}</h1>
+<p>Authorities: <span id="authorities">${escapeHtml(authorities.join(", "))}</span></p>
+<ul><li><a href="/staff/reports">Staff area</a></li><li><a href="/admin/panel">Admin panel</a></li></ul>
+<form method="post" action="/logout">
+  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
+  <button type="submit">Sign out</button>
+</form>
+</body></html>`;
 }

@@ -1,23 +1,23 @@
 import { serve } from "@hono/node-server";
-import { createExampleHandler, demoUsers } from "./app.ts";
+import { createExampleHandler, demoAccounts } from "./app.ts";
 
 const port = Number(process.env.PORT ?? 3000);
 const host = "127.0.0.1";
-const users = demoUsers();
+const accounts = demoAccounts();
+const handler = await createExampleHandler({ accounts });
 
-serve({ fetch: createExampleHandler(users), port, hostname: host }, (info) => {
+serve({ fetch: handler, port, hostname: host }, (info) => {
   const url = `http://${host}:${info.port}`;
-  console.log(`Portcullis example listening on ${url}`);
+  console.log(`Portcullis example listening on ${url}  (sign in at ${url}/login)`);
   console.log("");
   console.log("!! DEMO ACCOUNTS, FOR LOCAL USE ONLY: their passwords are public. !!");
-  for (const user of users) {
-    const fixed = !process.env[`PORTCULLIS_DEMO_${user.name.toUpperCase()}_PASSWORD`];
+  for (const account of accounts) {
+    const fromEnv =
+      process.env[`PORTCULLIS_DEMO_${account.name.toUpperCase()}_PASSWORD`] !== undefined;
     console.log(
-      `   ${user.name.padEnd(6)} ${user.authorities.join(",").padEnd(6)} ${fixed ? `password ${user.password}` : "password from the environment"}`,
+      `   ${account.name.padEnd(6)} ${account.authorities.join(",").padEnd(6)} ${fromEnv ? "password from the environment" : `password ${account.password}`}`,
     );
   }
   console.log("");
-  console.log(`Try: curl ${url}/public/hello`);
-  console.log(`     curl -u sam:demo-sam ${url}/staff/reports`);
-  console.log(`     curl -u ada:demo-ada ${url}/admin/panel`);
+  console.log(`API calls may use HTTP Basic:  curl -u sam:demo-sam ${url}/staff/reports`);
 });

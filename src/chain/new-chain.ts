@@ -55,6 +55,9 @@ export function newChain(options: SecurityOptions): Chain {
       "the security chain needs an `authorization` leg (authz.routes([...])); an empty rule list denies everything",
     );
   }
+  if (options.login !== undefined && options.session === undefined) {
+    throw new InvalidOptionsError("the login leg needs the session leg: pass `session: sessions({...})`");
+  }
   for (const name of LEG_NAMES) {
     const leg = options[name];
     if (leg !== undefined && typeof leg !== "function")

@@ -8,6 +8,7 @@ export {
   isAuthenticated,
   mustAuthentication,
 } from "./authentication.ts";
+export { readAtMost } from "./body.ts";
 export {
   addChallenge,
   CHALLENGES,
@@ -26,6 +27,8 @@ export {
   contextFrom,
   createContextKey,
 } from "./context.ts";
+export { type CookieAttributes, readCookie, serializeCookie, validateCookie } from "./cookie.ts";
+export { base64url, fromBase64url, randomToken } from "./encoding.ts";
 export {
   AccessDeniedError,
   AuthenticationRequiredError,
@@ -35,6 +38,7 @@ export {
   PortcullisError,
 } from "./errors.ts";
 export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";
+export { existingOutbox, outboxOf, ResponseOutbox } from "./outbox.ts";
 export {
   MATCH_PATH,
   MAX_PATH_LENGTH,

@@ -34,7 +34,10 @@ export interface BasicAuthOptions {
    * `true` (default): a guard; requests without valid Basic credentials get 401.
    * `false`: an authenticator in the chain; requests without a Basic
    * `Authorization` header go on (anonymous, or as a session made them), while
-   * wrong or malformed Basic credentials still get 401.
+   * wrong or malformed Basic credentials still get 401. In this mode the Basic
+   * challenge is not offered to browser page navigations (`Sec-Fetch-Mode:
+   * navigate`), so a site that signs users in with a form does not pop up the
+   * browser's Basic dialog on every 401.
    */
   readonly required?: boolean;
 }
@@ -67,7 +70,7 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
 
   return (next) =>
     async (request, ...rest) => {
-      addChallenge(request, challenge);
+      if (required || request.headers.get("sec-fetch-mode") !== "navigate") addChallenge(request, challenge);
       const header = request.headers.get("authorization");
       if (header === null || !/^basic(?: |$)/i.test(header)) {
         return required ? unauthorizedResponse(request) : next(request, ...rest);

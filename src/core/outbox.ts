@@ -1,0 +1,67 @@
+import { bindValue, contextFrom, createContextKey } from "./context.ts";
+
+/**
+ * Response headers a leg decided on while the request was being handled, such
+ * as the cookie `session.save()` sets. The leg that owns the outbox writes them
+ * onto the response; an adapter whose framework writes later drains it then.
+ */
+export class ResponseOutbox {
+  readonly #cookies: string[] = [];
+  #noStore = false;
+
+  setCookie(value: string): void {
+    this.#cookies.push(value);
+    // A response that sets a session cookie must never be cached and replayed to someone else.
+    this.#noStore = true;
+  }
+
+  get empty(): boolean {
+    return this.#cookies.length === 0 && !this.#noStore;
+  }
+
+  /** Moves everything queued onto `headers`, leaving the outbox empty. */
+  drainInto(headers: Headers): void {
+    const cookies = this.#cookies.splice(0);
+    const noStore = this.#noStore;
+    this.#noStore = false;
+    apply(headers, cookies, noStore);
+  }
+
+  /** `response` with the queued headers; a copy (same body stream) when its headers are immutable. */
+  drainIntoResponse(response: Response): Response {
+    if (this.empty) return response;
+    const cookies = this.#cookies.splice(0);
+    const noStore = this.#noStore;
+    this.#noStore = false;
+    try {
+      apply(response.headers, cookies, noStore);
+      return response;
+    } catch {
+      const copy = new Response(response.body, response);
+      apply(copy.headers, cookies, noStore);
+      return copy;
+    }
+  }
+}
+
+function apply(headers: Headers, cookies: readonly string[], noStore: boolean): void {
+  for (const cookie of cookies) headers.append("set-cookie", cookie);
+  if (noStore) headers.set("cache-control", "no-store");
+}
+
+const OUTBOX = createContextKey<ResponseOutbox>("portcullis.outbox");
+
+/** The request's outbox, created on first use. */
+export function outboxOf(request: object): ResponseOutbox {
+  let outbox = contextFrom(request).get(OUTBOX);
+  if (outbox === undefined) {
+    outbox = new ResponseOutbox();
+    bindValue(request, OUTBOX, outbox);
+  }
+  return outbox;
+}
+
+/** The request's outbox if any leg created one. */
+export function existingOutbox(request: object): ResponseOutbox | undefined {
+  return contextFrom(request).get(OUTBOX);
+}

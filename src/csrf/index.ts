@@ -1,0 +1,1 @@
+export { type CsrfOptions, csrf, csrfToken } from "./middleware.ts";

@@ -1,0 +1,185 @@
+import { compilePattern, type PathMatcher } from "../authz/pattern.ts";
+import { readAtMost } from "../core/body.ts";
+import type { ContextSource } from "../core/context.ts";
+import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
+import type { Middleware } from "../core/handler.ts";
+import { matchPath } from "../core/path.ts";
+import { problemResponse } from "../core/problem.ts";
+import { sessionFrom } from "../session/session.ts";
+import { issueToken, verifyToken } from "./token.ts";
+
+export interface CsrfOptions {
+  /** Request header carrying the token. Default `"x-csrf-token"`. */
+  readonly headerName?: string;
+  /** Form field carrying the token (urlencoded and multipart bodies). Default `"_csrf"`. */
+  readonly parameterName?: string;
+  /** Path of the token endpoint answering `GET` with JSON; `false` mounts none. Default `"/csrf"`. */
+  readonly tokenPath?: string | false;
+  /**
+   * Origins other than the server's own that may send state-changing requests,
+   * exact (`https://app.example.com`). Default none. Never derived from
+   * forwarded headers: behind a TLS-terminating proxy, list the public origin.
+   */
+  readonly trustedOrigins?: readonly string[];
+  /**
+   * Path patterns that need a session and a token even when the request brings
+   * no session cookie, so nobody can be signed in or out by another site.
+   * Default `["/login", "/logout"]`.
+   */
+  readonly alwaysProtect?: readonly string[];
+  /** Largest form body searched for the token field. Default 64 KiB. */
+  readonly maxFormBytes?: number;
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
+const OVERRIDE_HEADERS = ["x-http-method-override", "x-http-method", "x-method-override"];
+
+/**
+ * CSRF protection (chain leg 5). Every method but GET, HEAD, OPTIONS and TRACE
+ * is checked, whatever its case or content type:
+ * 1. Fetch Metadata and `Origin`: a cross-site or same-site browser request is
+ *    refused unless its origin is trusted;
+ * 2. a synchronizer token bound to the session, from the header or form field,
+ *    for requests that carry a session cookie and for `alwaysProtect` paths.
+ * Requests without a session cookie (bearer-token or API-key calls) skip step
+ * 2: a forged cross-site request cannot attach a bearer token, and there is no
+ * session it could ride on.
+ */
+export function csrf(options: CsrfOptions = {}): Middleware {
+  const headerName = headerToken("headerName", options.headerName ?? "x-csrf-token");
+  const parameterName = options.parameterName ?? "_csrf";
+  if (typeof parameterName !== "string" || parameterName === "")
+    throw new InvalidOptionsError("csrf: parameterName must be a non-empty string");
+  const tokenPath = options.tokenPath ?? "/csrf";
+  const tokenPathMatches = tokenPath === false ? undefined : compilePattern(tokenPath);
+  const trusted = new Set((options.trustedOrigins ?? []).map(serializedOrigin));
+  const protectedPaths: PathMatcher[] = (options.alwaysProtect ?? ["/login", "/logout"]).map((p) =>
+    compilePattern(p),
+  );
+  const maxFormBytes = options.maxFormBytes ?? 64 * 1024;
+  if (!Number.isSafeInteger(maxFormBytes) || maxFormBytes < 0)
+    throw new InvalidOptionsError("csrf: maxFormBytes must be a non-negative integer");
+
+  return (next) =>
+    async (request, ...rest) => {
+      const method = request.method.toUpperCase();
+      if (SAFE_METHODS.has(method) && !asksForUnsafeMethod(request)) {
+        if (
+          tokenPathMatches !== undefined &&
+          method === "GET" &&
+          tokenPathMatches(matchPath(request) ?? "")
+        ) {
+          const token = await csrfToken(request);
+          return Response.json(
+            { token, headerName, parameterName },
+            { headers: { "cache-control": "no-store" } },
+          );
+        }
+        return next(request, ...rest);
+      }
+      if (!originAllowed(request, trusted)) return refuse("The request's origin is not allowed.");
+      const session = sessionFrom(request);
+      const path = matchPath(request) ?? "";
+      const needsToken =
+        session?.fromCookie === true || protectedPaths.some((matches) => matches(path));
+      if (!needsToken) return next(request, ...rest);
+      const id = session?.fromCookie === true ? session.id : undefined;
+      if (session === undefined || id === undefined)
+        return refuse("A session and a CSRF token are required.");
+      const token =
+        request.headers.get(headerName) ?? (await formField(request, parameterName, maxFormBytes));
+      if (token === undefined || token === null || !(await verifyToken(session, id, token))) {
+        return refuse("The CSRF token is missing or invalid.");
+      }
+      return next(request, ...rest);
+    };
+}
+
+/**
+ * A CSRF token for the request's session, for pages that render forms. Saves
+ * a new session first, so the token has an id to be bound to.
+ */
+export async function csrfToken(source: ContextSource): Promise<string> {
+  const session = sessionFrom(source);
+  if (session === undefined)
+    throw new PortcullisError("csrf tokens need the session leg in the chain");
+  if (session.id === undefined) await session.save();
+  return issueToken(session, session.id as string);
+}
+
+function refuse(detail: string): Response {
+  return problemResponse(403, { detail });
+}
+
+/** A safe method whose override header or `_method` parameter asks for another method is treated as unsafe. */
+function asksForUnsafeMethod(request: Request): boolean {
+  for (const name of OVERRIDE_HEADERS) {
+    const value = request.headers.get(name);
+    if (value !== null && !SAFE_METHODS.has(value.trim().toUpperCase())) return true;
+  }
+  const query = request.url.indexOf("?");
+  if (query < 0 || !request.url.includes("_method", query)) return false;
+  for (const value of new URL(request.url).searchParams.getAll("_method")) {
+    if (!SAFE_METHODS.has(value.trim().toUpperCase())) return true;
+  }
+  return false;
+}
+
+function originAllowed(request: Request, trusted: ReadonlySet<string>): boolean {
+  const site = request.headers.get("sec-fetch-site");
+  const origin = request.headers.get("origin");
+  if (site === "same-origin" || site === "none") return true;
+  if (site === "same-site" || site === "cross-site")
+    return origin !== null && trusted.has(origin.toLowerCase());
+  if (site !== null) return false;
+  if (origin === null) return true; // not a browser, or an old one: the token check decides
+  const lower = origin.toLowerCase();
+  return lower !== "null" && (lower === new URL(request.url).origin || trusted.has(lower));
+}
+
+async function formField(
+  request: Request,
+  name: string,
+  maxBytes: number,
+): Promise<string | undefined> {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data")
+    return undefined;
+  if (request.body === null || request.bodyUsed) return undefined;
+  const bytes = await readAtMost(request.clone().body, maxBytes);
+  if (bytes === undefined) return undefined;
+  try {
+    if (type === "application/x-www-form-urlencoded") {
+      return new URLSearchParams(new TextDecoder().decode(bytes)).get(name) ?? undefined;
+    }
+    const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
+      headers: { "content-type": request.headers.get("content-type") as string },
+    }).formData();
+    const value = form.get(name);
+    return typeof value === "string" ? value : undefined;
+  } catch {
+    return undefined; // a malformed form carries no token
+  }
+}
+
+function headerToken(option: string, value: string): string {
+  if (typeof value !== "string" || !/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(value)) {
+    throw new InvalidOptionsError(`csrf: ${option} must be a header name`);
+  }
+  return value.toLowerCase();
+}
+
+function serializedOrigin(origin: string): string {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw new InvalidOptionsError(`csrf: trusted origin ${JSON.stringify(origin)} is not a URL`);
+  }
+  if (url.origin === "null" || url.origin !== origin.toLowerCase().replace(/\/$/, "")) {
+    throw new InvalidOptionsError(
+      `csrf: trusted origin ${JSON.stringify(origin)} must be scheme://host[:port] only`,
+    );
+  }
+  return url.origin;
+}

@@ -1,0 +1,170 @@
+import { type Authentication, createAuthentication } from "../core/authentication.ts";
+import { type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
+import { randomToken } from "../core/encoding.ts";
+import { PortcullisError } from "../core/errors.ts";
+import type { SessionRecord, SessionStore } from "./store.ts";
+
+/** What the session leg hands each request's `Session`. */
+export interface SessionRuntime {
+  readonly store: SessionStore;
+  readonly now: () => number;
+  readonly idleTimeoutMs: number;
+  readonly absoluteTimeoutMs: number;
+  /** Queues the session cookie (or its deletion) for the response. */
+  readonly setCookie: (id: string | undefined) => void;
+}
+
+/** Session ids: 32 random bytes, base64url. */
+export const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+
+export function newSessionId(): string {
+  return randomToken(32);
+}
+
+/**
+ * The current request's server-side session. Changes are kept in memory until
+ * `await session.save()`; nothing is written implicitly. Signing in or
+ * changing authorities rotates the id on the next save (session fixation).
+ */
+export class Session {
+  readonly #runtime: SessionRuntime;
+  #id: string | undefined;
+  #previousId: string | undefined;
+  #data: Record<string, unknown>;
+  #principal: SessionRecord["principal"];
+  #createdAt: number;
+  #destroyed = false;
+  readonly #fromCookie: boolean;
+  #authentication: Authentication | undefined;
+
+  /** @internal made by the session leg */
+  constructor(runtime: SessionRuntime, id?: string, record?: SessionRecord) {
+    this.#runtime = runtime;
+    this.#id = record === undefined ? undefined : id;
+    this.#data = record === undefined ? {} : { ...record.data };
+    this.#principal = record?.principal;
+    this.#createdAt = record?.createdAt ?? runtime.now();
+    this.#fromCookie = record !== undefined;
+  }
+
+  /** The id, once the session exists in the store. */
+  get id(): string | undefined {
+    return this.#id;
+  }
+
+  /** True when the request carried a cookie for a live session. */
+  get fromCookie(): boolean {
+    return this.#fromCookie;
+  }
+
+  get destroyed(): boolean {
+    return this.#destroyed;
+  }
+
+  get createdAt(): number {
+    return this.#createdAt;
+  }
+
+  /** The principal signed in to this session, if any. */
+  get authentication(): Authentication | undefined {
+    if (this.#principal === undefined) return undefined;
+    this.#authentication ??= createAuthentication(
+      this.#principal.name,
+      this.#principal.authorities,
+    );
+    return this.#authentication;
+  }
+
+  get<T = unknown>(key: string): T | undefined {
+    return this.#data[key] as T | undefined;
+  }
+
+  set(key: string, value: unknown): void {
+    this.#assertLive();
+    this.#data[key] = value;
+  }
+
+  delete(key: string): void {
+    this.#assertLive();
+    delete this.#data[key];
+  }
+
+  /**
+   * Signs `authentication` in (or out, with `undefined`). Rotates the id when
+   * the principal or its authorities change, so an id planted before login
+   * never becomes an authenticated one.
+   */
+  setAuthentication(authentication: Authentication | undefined): void {
+    this.#assertLive();
+    const next =
+      authentication === undefined || !authentication.authenticated || authentication.anonymous
+        ? undefined
+        : { name: authentication.name, authorities: [...authentication.authorities] };
+    const current = this.#principal;
+    const same =
+      current?.name === next?.name &&
+      current?.authorities.length === next?.authorities.length &&
+      (next?.authorities.every((a) => current?.authorities.includes(a)) ?? true);
+    this.#principal = next;
+    this.#authentication = undefined;
+    if (!same) this.regenerate();
+  }
+
+  /** Gives the session a new id on the next save; the old id stops working then. */
+  regenerate(): void {
+    this.#assertLive();
+    if (this.#id !== undefined && this.#previousId === undefined) this.#previousId = this.#id;
+    this.#id = undefined;
+  }
+
+  /** Writes the session; creates it (and its cookie) when new, and retires a rotated id. */
+  async save(): Promise<void> {
+    this.#assertLive();
+    const { store, now, idleTimeoutMs, absoluteTimeoutMs } = this.#runtime;
+    const at = now();
+    const ttl = Math.min(idleTimeoutMs, this.#createdAt + absoluteTimeoutMs - at);
+    const isNewId = this.#id === undefined;
+    const id = this.#id ?? newSessionId();
+    const record: SessionRecord = {
+      data: this.#data,
+      createdAt: this.#createdAt,
+      lastAccessAt: at,
+      ...(this.#principal === undefined ? {} : { principal: this.#principal }),
+    };
+    await store.set(id, record, ttl);
+    if (this.#previousId !== undefined) {
+      await store.delete(this.#previousId);
+      this.#previousId = undefined;
+    }
+    this.#id = id;
+    if (isNewId) this.#runtime.setCookie(id);
+  }
+
+  /** Deletes the session from the store and clears its cookie. */
+  async destroy(): Promise<void> {
+    if (this.#destroyed) return;
+    const { store } = this.#runtime;
+    if (this.#id !== undefined) await store.delete(this.#id);
+    if (this.#previousId !== undefined) await store.delete(this.#previousId);
+    const hadCookie = this.#id !== undefined || this.#previousId !== undefined;
+    this.#id = undefined;
+    this.#previousId = undefined;
+    this.#principal = undefined;
+    this.#authentication = undefined;
+    this.#data = {};
+    this.#destroyed = true;
+    if (hadCookie) this.#runtime.setCookie(undefined);
+  }
+
+  #assertLive(): void {
+    if (this.#destroyed) throw new PortcullisError("this session was destroyed");
+  }
+}
+
+/** Where the session leg keeps the request's `Session`. */
+export const SESSION = createContextKey<Session>("portcullis.session");
+
+/** The session of `source`, or `undefined` when no session leg ran. */
+export function sessionFrom(source: ContextSource): Session | undefined {
+  return contextFrom(source).get(SESSION);
+}
