@@ -60,11 +60,15 @@ export class Context {
 export type ContextSource = Request | Context | object;
 
 // Keyed weakly: a context lives exactly as long as the request object it belongs to.
-const bindings = new WeakMap<object, Context>();
+// Each target gets one mutable slot, so rebinding (several times per request) is a
+// property write rather than another WeakMap insertion.
+const bindings = new WeakMap<object, { context: Context }>();
 
 /** Binds `context` to `target` (a `Request`, or an adapter's native request object). */
 export function bindContext(target: object, context: Context): void {
-  bindings.set(target, context);
+  const slot = bindings.get(target);
+  if (slot === undefined) bindings.set(target, { context });
+  else slot.context = context;
 }
 
 /**
@@ -75,9 +79,9 @@ export function bindContext(target: object, context: Context): void {
 export function boundContext(source: ContextSource): Context | undefined {
   if (source instanceof Context) return source;
   const bound = bindings.get(source);
-  if (bound !== undefined) return bound;
+  if (bound !== undefined) return bound.context;
   const raw = (source as { req?: { raw?: unknown } }).req?.raw;
-  return typeof raw === "object" && raw !== null ? bindings.get(raw) : undefined;
+  return typeof raw === "object" && raw !== null ? bindings.get(raw)?.context : undefined;
 }
 
 /** The context bound to `source`, or the empty context. */
@@ -87,7 +91,9 @@ export function contextFrom(source: ContextSource): Context {
 
 /** Binds `contextFrom(request).with(key, value)` to `request` and returns the new context. */
 export function bindValue<T>(request: object, key: ContextKey<T>, value: T): Context {
-  const next = contextFrom(request).with(key, value);
-  bindings.set(request, next);
+  const slot = bindings.get(request);
+  const next = (slot?.context ?? Context.empty).with(key, value);
+  if (slot === undefined) bindings.set(request, { context: next });
+  else slot.context = next;
   return next;
 }
