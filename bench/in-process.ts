@@ -1,5 +1,12 @@
-import { authz, createAuthentication, bindAuthentication, type Handler, type Middleware, newHandler } from "portcullis";
-import { compare, type Contender, printTable } from "./measure.ts";
+import {
+  authz,
+  bindAuthentication,
+  createAuthentication,
+  type Handler,
+  type Middleware,
+  newHandler,
+} from "portcullis";
+import { type Contender, compare, printTable } from "./measure.ts";
 
 const { anyRequest, match, routes } = authz;
 
@@ -24,20 +31,31 @@ const rules = routes(
 );
 
 const paths = ["/staff/reports/2026", "/staff/x", "/staff/reports/q3/summary"];
-const request = (i: number) => new Request(`http://127.0.0.1:3000${paths[i % paths.length]}?page=${i & 7}`);
+const request = (i: number) =>
+  new Request(`http://127.0.0.1:3000${paths[i % paths.length]}?page=${i & 7}`);
 
 export async function inProcess(): Promise<void> {
   const contenders: Contender[] = [
     { name: "bare Fetch handler", handler: bare, request },
     { name: "bare + principal binding only", handler: newHandlerless(signIn, bare), request },
-    { name: "newHandler: authorization (5 rules, hierarchy)", handler: newHandler(bare, { authentication: signIn, authorization: rules }), request },
+    {
+      name: "newHandler: authorization (5 rules, hierarchy)",
+      handler: newHandler(bare, { authentication: signIn, authorization: rules }),
+      request,
+    },
   ];
   const results = await compare(contenders);
-  printTable("In-process, one Request per call (median of 7 runs, 20 000 requests each, 16 in flight)", results, results[0] as (typeof results)[0]);
+  printTable(
+    "In-process, one Request per call (median of 7 runs, 20 000 requests each, 16 in flight)",
+    results,
+    results[0] as (typeof results)[0],
+  );
   const binding = results[1];
   const chain = results[2];
   if (binding && chain) {
-    console.log(`authorization leg alone: ${(chain.microsPerOp - binding.microsPerOp).toFixed(2)} µs/request over the same handler with the principal bound`);
+    console.log(
+      `authorization leg alone: ${(chain.microsPerOp - binding.microsPerOp).toFixed(2)} µs/request over the same handler with the principal bound`,
+    );
   }
 }
 

@@ -14,7 +14,11 @@ export interface Result {
 }
 
 /** Runs `handler` `iterations` times with `concurrency` requests in flight, returns ops/s. */
-async function once(contender: Contender, iterations: number, concurrency: number): Promise<number> {
+async function once(
+  contender: Contender,
+  iterations: number,
+  concurrency: number,
+): Promise<number> {
   let next = 0;
   const worker = async () => {
     while (next < iterations) {
@@ -31,7 +35,9 @@ async function once(contender: Contender, iterations: number, concurrency: numbe
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /**
@@ -55,7 +61,9 @@ export async function compare(
 
 export function printTable(title: string, results: readonly Result[], baseline: Result): void {
   console.log(`\n${title}`);
-  console.log(`${"contender".padEnd(44)} ${"req/s".padStart(10)} ${"µs/req".padStart(8)} ${"ratio".padStart(7)} ${"+µs/req".padStart(8)}`);
+  console.log(
+    `${"contender".padEnd(44)} ${"req/s".padStart(10)} ${"µs/req".padStart(8)} ${"ratio".padStart(7)} ${"+µs/req".padStart(8)}`,
+  );
   for (const r of results) {
     const ratio = r.opsPerSecond / baseline.opsPerSecond;
     const extra = r.microsPerOp - baseline.microsPerOp;

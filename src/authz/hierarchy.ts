@@ -48,7 +48,11 @@ export class RoleHierarchy {
       const known = reachable.get(role);
       if (known !== undefined) return new Set(known);
       const out = new Set<string>([role]);
-      for (const child of edges[role] ?? []) {
+      const children = edges[role] ?? [];
+      if (!Array.isArray(children)) {
+        throw new InvalidOptionsError(`role hierarchy: ${role} must map to an array of roles`);
+      }
+      for (const child of children) {
         if (typeof child !== "string" || child === "")
           throw new InvalidOptionsError("role names must be non-empty strings");
         for (const r of visit(child, [...path, role])) out.add(r);

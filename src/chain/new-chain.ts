@@ -1,4 +1,11 @@
 import { ANONYMOUS, AUTHENTICATION } from "../core/authentication.ts";
+import {
+  type ClientAddressFunction,
+  type ClientAddressOptions,
+  checkClientAddressOptions,
+  PEER_ADDRESS,
+  resolveClientAddress,
+} from "../core/client-address.ts";
 import { bindValue, contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
@@ -34,6 +41,21 @@ export interface SecurityOptions {
    * a bare 500 either way. Default: `console.error`.
    */
   readonly onError?: (error: unknown, request: Request) => void;
+  /**
+   * Reads the socket peer address from what the runtime passes after the
+   * request (`bunClientAddress`, `denoClientAddress`, `workersClientAddress`,
+   * `nodeServerClientAddress`). Adapters for Node frameworks bind it themselves.
+   * Default: none.
+   */
+  readonly clientAddress?: ClientAddressFunction;
+  /**
+   * How many forwarding proxies to believe (`X-Forwarded-For`, or `Forwarded`
+   * with `forwardedHeader: "forwarded"`), or a predicate on proxy addresses.
+   * Default `0`: forwarding headers are ignored.
+   */
+  readonly trustProxy?: ClientAddressOptions["trustProxy"];
+  /** Which forwarding header the trusted proxies write. Default `"x-forwarded-for"`. */
+  readonly forwardedHeader?: ClientAddressOptions["forwardedHeader"];
 }
 
 const LEG_NAMES = [
@@ -56,19 +78,25 @@ export function newChain(options: SecurityOptions): Chain {
     );
   }
   if (options.login !== undefined && options.session === undefined) {
-    throw new InvalidOptionsError("the login leg needs the session leg: pass `session: sessions({...})`");
+    throw new InvalidOptionsError(
+      "the login leg needs the session leg: pass `session: sessions({...})`",
+    );
   }
   for (const name of LEG_NAMES) {
     const leg = options[name];
     if (leg !== undefined && typeof leg !== "function")
       throw new InvalidOptionsError(`option ${name} must be a middleware`);
   }
-  const authenticators =
-    options.authentication === undefined
+  const auth = options.authentication;
+  if (auth !== undefined && typeof auth !== "function" && !Array.isArray(auth)) {
+    throw new InvalidOptionsError("option authentication takes a middleware or an array of them");
+  }
+  const authenticators: Middleware[] =
+    auth === undefined
       ? []
-      : typeof options.authentication === "function"
-        ? [options.authentication]
-        : [...options.authentication];
+      : typeof auth === "function"
+        ? [auth]
+        : [...(auth as readonly Middleware[])];
   for (const leg of authenticators) {
     if (typeof leg !== "function")
       throw new InvalidOptionsError("option authentication takes middleware");
@@ -76,9 +104,17 @@ export function newChain(options: SecurityOptions): Chain {
   const onError =
     options.onError ?? ((error: unknown) => console.error("portcullis: request failed", error));
 
+  checkClientAddressOptions(options);
+  if (options.clientAddress !== undefined && typeof options.clientAddress !== "function") {
+    throw new InvalidOptionsError("option clientAddress must be a function");
+  }
+
   const legs: Middleware[] = [];
-  if (options.headers) legs.push(options.headers);
-  legs.push(guardRequest(onError));
+  if (options.headers) {
+    // Only reached when the headers leg itself throws; everything inside is caught by guardRequest.
+    legs.push(errorBoundary(onError), options.headers);
+  }
+  legs.push(guardRequest(onError, options));
   if (options.cors) legs.push(options.cors);
   if (options.rateLimit) legs.push(options.rateLimit);
   if (options.session) legs.push(options.session);
@@ -105,7 +141,9 @@ export function newHandler(handler: FetchHandler, options: SecurityOptions): Han
  * ambiguous paths once for every later leg, starts the request as anonymous,
  * and turns anything thrown further in into a bare 500.
  */
-function guardRequest(onError: (error: unknown, request: Request) => void): Middleware {
+function guardRequest(onError: ErrorListener, options: SecurityOptions): Middleware {
+  const { clientAddress } = options;
+  const resolveAddress = clientAddress !== undefined || options.trustProxy !== undefined;
   return (next: Handler): Handler =>
     async (request, ...rest) => {
       if (matchPath(request) === undefined) {
@@ -113,14 +151,36 @@ function guardRequest(onError: (error: unknown, request: Request) => void): Midd
       }
       if (!contextFrom(request).has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
       try {
+        if (resolveAddress) {
+          const peer = clientAddress?.(request, ...rest);
+          if (typeof peer === "string" && peer !== "") bindValue(request, PEER_ADDRESS, peer);
+          resolveClientAddress(request, options);
+        }
         return await next(request, ...rest);
       } catch (error) {
-        try {
-          onError(error, request);
-        } catch {
-          // A failing logger must not turn a 500 into a crash.
-        }
-        return problemResponse(500);
+        return failed(onError, error, request);
       }
     };
+}
+
+type ErrorListener = (error: unknown, request: Request) => void;
+
+function errorBoundary(onError: ErrorListener): Middleware {
+  return (next) =>
+    async (request, ...rest) => {
+      try {
+        return await next(request, ...rest);
+      } catch (error) {
+        return failed(onError, error, request);
+      }
+    };
+}
+
+function failed(onError: ErrorListener, error: unknown, request: Request): Response {
+  try {
+    onError(error, request);
+  } catch {
+    // A failing logger must not turn a 500 into a crash.
+  }
+  return problemResponse(500);
 }

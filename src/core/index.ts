@@ -18,6 +18,25 @@ export {
   unauthorizedResponse,
 } from "./challenge.ts";
 export {
+  addressNetwork,
+  bunClientAddress,
+  CLIENT_ADDRESS,
+  type ClientAddressFunction,
+  type ClientAddressOptions,
+  checkClientAddressOptions,
+  clientAddressOf,
+  denoClientAddress,
+  formatAddress,
+  nodeServerClientAddress,
+  normalizeAddress,
+  type ParsedAddress,
+  PEER_ADDRESS,
+  parseAddress,
+  peerAddress,
+  resolveClientAddress,
+  workersClientAddress,
+} from "./client-address.ts";
+export {
   bindContext,
   bindValue,
   boundContext,
@@ -48,4 +67,5 @@ export {
   RAW_PATH,
 } from "./path.ts";
 export { type ProblemInit, problemResponse } from "./problem.ts";
+export { setIfAbsent, withHeaders } from "./response.ts";
 export { timingSafeEqual } from "./timing-safe.ts";

@@ -1,5 +1,6 @@
 import { createAuthentication } from "../core/authentication.ts";
 import { readAtMost } from "../core/body.ts";
+import { clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
@@ -83,7 +84,7 @@ export function login(options: LoginOptions): Middleware {
     options.throttle === false ? undefined : throttleSettings(options.throttle ?? {});
   const clientKey =
     options.clientKey ??
-    ((request: Request) => request.headers.get("x-portcullis-never") ?? undefined);
+    ((request: Request) => clientAddressOf(request) ?? resolveClientAddress(request));
   const now = options.now ?? Date.now;
   // Checked when the user is unknown, so that path costs what a wrong password costs.
   let dummyHash: Promise<string> | undefined;

@@ -70,7 +70,8 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
 
   return (next) =>
     async (request, ...rest) => {
-      if (required || request.headers.get("sec-fetch-mode") !== "navigate") addChallenge(request, challenge);
+      if (required || request.headers.get("sec-fetch-mode") !== "navigate")
+        addChallenge(request, challenge);
       const header = request.headers.get("authorization");
       if (header === null || !/^basic(?: |$)/i.test(header)) {
         return required ? unauthorizedResponse(request) : next(request, ...rest);

@@ -1,0 +1,388 @@
+import { describe, expect, it, vi } from "vitest";
+import { routes } from "../authz/routes.ts";
+import { anyRequest, match } from "../authz/rules.ts";
+import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
+import { Chain } from "../middleware/chain.ts";
+import { newChain, newHandler, type SecurityOptions } from "./new-chain.ts";
+
+const permitAll = routes([anyRequest().permitAll()]);
+const ok: FetchHandler = () => new Response("ok");
+
+function recording(name: string, log: string[]): Middleware {
+  return (next) =>
+    async (request, ...rest) => {
+      log.push(name);
+      return next(request, ...rest);
+    };
+}
+
+function throwing(error: unknown): Middleware {
+  return () => async () => {
+    throw error;
+  };
+}
+
+/** Sets a marker header on whatever the rest of the chain answers. */
+const markerHeaders: Middleware =
+  (next) =>
+  async (request, ...rest) => {
+    const response = await next(request, ...rest);
+    response.headers.set("x-marker", "headers-leg");
+    return response;
+  };
+
+async function expectBare500(response: Response, ...secrets: string[]): Promise<void> {
+  expect(response.status).toBe(500);
+  expect(response.headers.get("content-type")).toBe("application/problem+json");
+  const text = await response.text();
+  expect(JSON.parse(text)).toEqual({
+    type: "about:blank",
+    title: "Internal Server Error",
+    status: 500,
+  });
+  expect(text).not.toMatch(/at |\.ts|stack/);
+  for (const secret of secrets) expect(text).not.toContain(secret);
+}
+
+describe("newChain / newHandler: options", () => {
+  it("throws InvalidOptionsError without an authorization leg", () => {
+    expect(() => newChain({} as SecurityOptions)).toThrow(InvalidOptionsError);
+    expect(() => newHandler(ok, {} as SecurityOptions)).toThrow(InvalidOptionsError);
+    expect(() =>
+      newChain({ headers: (next: Handler) => next } as unknown as SecurityOptions),
+    ).toThrow(InvalidOptionsError);
+  });
+
+  it("throws InvalidOptionsError without an options object", () => {
+    expect(() => newChain(undefined as unknown as SecurityOptions)).toThrow(InvalidOptionsError);
+    expect(() => newChain(null as unknown as SecurityOptions)).toThrow(InvalidOptionsError);
+  });
+
+  it.each(["headers", "cors", "rateLimit", "session", "csrf", "login", "authorization"])(
+    "throws InvalidOptionsError when the %s leg is not a function",
+    (name) => {
+      const options = {
+        authorization: permitAll,
+        session: (next: Handler) => next,
+        [name]: "not a middleware",
+      } as unknown as SecurityOptions;
+      expect(() => newChain(options)).toThrow(InvalidOptionsError);
+    },
+  );
+
+  it("throws InvalidOptionsError for an authorization leg of null", () => {
+    expect(() => newChain({ authorization: null as unknown as Middleware })).toThrow(
+      InvalidOptionsError,
+    );
+  });
+
+  it.each([1, {}, true])(
+    "throws InvalidOptionsError when authentication is neither a middleware nor a list (%j)",
+    (value) => {
+      expect(() =>
+        newChain({ authorization: permitAll, authentication: value as unknown as Middleware }),
+      ).toThrow(InvalidOptionsError);
+    },
+  );
+
+  it("throws InvalidOptionsError when an authenticator in the list is not a function", () => {
+    expect(() =>
+      newChain({
+        authorization: permitAll,
+        authentication: [(next) => next, undefined as unknown as Middleware],
+      }),
+    ).toThrow(InvalidOptionsError);
+  });
+
+  it("throws InvalidOptionsError for a login leg without a session leg", () => {
+    expect(() => newChain({ authorization: permitAll, login: (next) => next })).toThrow(
+      InvalidOptionsError,
+    );
+  });
+
+  it("throws InvalidOptionsError when newHandler gets no handler function", () => {
+    expect(() =>
+      newHandler(undefined as unknown as FetchHandler, { authorization: permitAll }),
+    ).toThrow(InvalidOptionsError);
+  });
+
+  it("returns a Chain that is not a thenable", async () => {
+    const chain = newChain({ authorization: permitAll });
+    expect(chain).toBeInstanceOf(Chain);
+    expect(await chain).toBe(chain);
+  });
+});
+
+describe("newChain / newHandler: order", () => {
+  it("runs the legs as headers, cors, rateLimit, session, authentication, csrf, login, authorization", async () => {
+    const log: string[] = [];
+    const handler = newHandler(
+      () => {
+        log.push("handler");
+        return new Response("ok");
+      },
+      {
+        // Given in a different order on purpose: the chain, not the object, fixes the order.
+        authorization: recording("authorization", log),
+        login: recording("login", log),
+        csrf: recording("csrf", log),
+        authentication: [recording("authentication-1", log), recording("authentication-2", log)],
+        session: recording("session", log),
+        rateLimit: recording("rateLimit", log),
+        cors: recording("cors", log),
+        headers: recording("headers", log),
+      },
+    );
+    const response = await handler(new Request("http://h/"));
+    expect(response.status).toBe(200);
+    expect(log).toEqual([
+      "headers",
+      "cors",
+      "rateLimit",
+      "session",
+      "authentication-1",
+      "authentication-2",
+      "csrf",
+      "login",
+      "authorization",
+      "handler",
+    ]);
+  });
+
+  it("accepts a single authenticator as well as a list", async () => {
+    const log: string[] = [];
+    const handler = newHandler(ok, {
+      authentication: recording("only", log),
+      authorization: permitAll,
+    });
+    await handler(new Request("http://h/"));
+    expect(log).toEqual(["only"]);
+  });
+
+  it("offers the same order through newChain().wrap and newChain().middleware", async () => {
+    const log: string[] = [];
+    const options: SecurityOptions = {
+      headers: recording("headers", log),
+      session: recording("session", log),
+      authorization: recording("authorization", log),
+    };
+    await newChain(options).wrap(ok)(new Request("http://h/"));
+    await newChain(options).middleware(async () => new Response(""))(new Request("http://h/"));
+    expect(log).toEqual([
+      "headers",
+      "session",
+      "authorization",
+      "headers",
+      "session",
+      "authorization",
+    ]);
+  });
+
+  it("binds the anonymous principal before the first leg after headers runs", async () => {
+    const seen: unknown[] = [];
+    const handler = newHandler(ok, {
+      cors:
+        (next) =>
+        async (request, ...rest) => {
+          seen.push(authenticationFrom(request));
+          return next(request, ...rest);
+        },
+      authorization: permitAll,
+    });
+    await handler(new Request("http://h/"));
+    expect(seen).toEqual([ANONYMOUS]);
+  });
+
+  it("passes extra runtime arguments to every leg and to the handler", async () => {
+    const env = { name: "env" };
+    const seen: unknown[] = [];
+    const spy: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        seen.push(rest[0]);
+        return next(request, ...rest);
+      };
+    const handler = newHandler(
+      (_request, ...rest) => {
+        seen.push(rest[0]);
+        return new Response("ok");
+      },
+      { headers: spy, session: spy, authorization: permitAll },
+    );
+    await handler(new Request("http://h/"), env);
+    expect(seen).toEqual([env, env, env]);
+  });
+
+  it("lets a denying authorization leg stop the request before the handler", async () => {
+    const downstream = vi.fn(ok);
+    const handler = newHandler(downstream, {
+      authorization: routes([match("/public/**").permitAll()]),
+    });
+    const response = await handler(new Request("http://h/private"));
+    expect(response.status).toBe(401);
+    expect(downstream).not.toHaveBeenCalled();
+  });
+});
+
+describe("newChain / newHandler: refused paths", () => {
+  it("answers 400 before any leg after headers runs, and the 400 carries the headers leg's header", async () => {
+    const log: string[] = [];
+    const downstream = vi.fn(ok);
+    const handler = newHandler(downstream, {
+      headers: markerHeaders,
+      cors: recording("cors", log),
+      session: recording("session", log),
+      authorization: recording("authorization", log),
+    });
+    const request = new Request("http://h/admin%2fx");
+    const response = await handler(request);
+    expect(response.status).toBe(400);
+    expect(response.headers.get("x-marker")).toBe("headers-leg");
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(log).toEqual([]);
+    expect(downstream).not.toHaveBeenCalled();
+  });
+
+  it("answers 400 even when the authorization leg would permit everything", async () => {
+    const handler = newHandler(ok, { authorization: permitAll });
+    expect((await handler(new Request("http://h/a/%2e%2e%2fb"))).status).toBe(400);
+  });
+});
+
+describe("newChain / newHandler: errors", () => {
+  it("answers a bare 500 when the handler throws, and hands the error to onError", async () => {
+    const boom = new Error("database password is hunter2");
+    const onError = vi.fn();
+    const handler = newHandler(
+      () => {
+        throw boom;
+      },
+      { authorization: permitAll, onError },
+    );
+    const request = new Request("http://h/");
+    const response = await handler(request);
+    await expectBare500(response, "hunter2", "database");
+    expect(onError).toHaveBeenCalledTimes(1);
+    expect(onError).toHaveBeenCalledWith(boom, request);
+  });
+
+  it("answers a bare 500 when the handler rejects asynchronously", async () => {
+    const onError = vi.fn();
+    const handler = newHandler(
+      async () => {
+        await Promise.resolve();
+        throw new Error("async secret");
+      },
+      { authorization: permitAll, onError },
+    );
+    await expectBare500(await handler(new Request("http://h/")), "async secret");
+    expect(onError).toHaveBeenCalledTimes(1);
+  });
+
+  it.each(["cors", "rateLimit", "session", "csrf", "login", "authorization"] as const)(
+    "answers a bare 500 when the %s leg throws, and hands the error to onError",
+    async (name) => {
+      const boom = new Error(`leg ${name} leaked secret`);
+      const onError = vi.fn();
+      const downstream = vi.fn(ok);
+      const handler = newHandler(downstream, {
+        authorization: permitAll,
+        session: (next) => next,
+        [name]: throwing(boom),
+        onError,
+      });
+      await expectBare500(await handler(new Request("http://h/")), "leaked secret");
+      expect(onError).toHaveBeenCalledWith(boom, expect.any(Request));
+      expect(downstream).not.toHaveBeenCalled();
+    },
+  );
+
+  it("answers a bare 500 when a leg throws synchronously", async () => {
+    const onError = vi.fn();
+    const sync: Middleware = () => () => {
+      throw new Error("sync secret");
+    };
+    const handler = newHandler(ok, { authorization: permitAll, cors: sync, onError });
+    await expectBare500(await handler(new Request("http://h/")), "sync secret");
+    expect(onError).toHaveBeenCalledTimes(1);
+  });
+
+  it("answers a bare 500 when an authenticator throws", async () => {
+    const onError = vi.fn();
+    const handler = newHandler(ok, {
+      authorization: permitAll,
+      authentication: throwing(new Error("authenticator secret")),
+      onError,
+    });
+    await expectBare500(await handler(new Request("http://h/")), "authenticator secret");
+    expect(onError).toHaveBeenCalledTimes(1);
+  });
+
+  it("answers a bare 500 for a thrown non-Error value", async () => {
+    const onError = vi.fn();
+    const handler = newHandler(
+      () => {
+        throw "raw string secret";
+      },
+      { authorization: permitAll, onError },
+    );
+    await expectBare500(await handler(new Request("http://h/")), "raw string secret");
+    expect(onError).toHaveBeenCalledWith("raw string secret", expect.any(Request));
+  });
+
+  it("still answers 500 when onError itself throws", async () => {
+    const handler = newHandler(
+      () => {
+        throw new Error("first");
+      },
+      {
+        authorization: permitAll,
+        onError: () => {
+          throw new Error("logger down");
+        },
+      },
+    );
+    await expectBare500(await handler(new Request("http://h/")), "first", "logger down");
+  });
+
+  it("lets the 500 pass through the headers leg", async () => {
+    const handler = newHandler(
+      () => {
+        throw new Error("x");
+      },
+      { authorization: permitAll, headers: markerHeaders, onError: () => {} },
+    );
+    const response = await handler(new Request("http://h/"));
+    expect(response.status).toBe(500);
+    expect(response.headers.get("x-marker")).toBe("headers-leg");
+  });
+
+  it("answers a bare 500 when the headers leg throws, and hands the error to onError", async () => {
+    const boom = new Error("headers leg secret");
+    const onError = vi.fn();
+    const handler = newHandler(ok, { authorization: permitAll, headers: throwing(boom), onError });
+    const response = await handler(new Request("http://h/")).catch((error: unknown) => error);
+    expect(response).toBeInstanceOf(Response);
+    await expectBare500(response as Response, "headers leg secret");
+    expect(onError).toHaveBeenCalledWith(boom, expect.any(Request));
+  });
+
+  it("calls console.error by default", async () => {
+    const spy = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const boom = new Error("default logger");
+      const handler = newHandler(
+        () => {
+          throw boom;
+        },
+        { authorization: permitAll },
+      );
+      expect((await handler(new Request("http://h/"))).status).toBe(500);
+      expect(spy).toHaveBeenCalledWith(expect.any(String), boom);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
