@@ -1,7 +1,19 @@
 export * as authz from "./authz/index.ts";
 export { newChain, newHandler, type SecurityOptions } from "./chain/index.ts";
 export * from "./core/index.ts";
+export * from "./cors/index.ts";
 export * from "./csrf/index.ts";
+export * from "./headers/index.ts";
 export * from "./login/index.ts";
 export * from "./middleware/index.ts";
+export {
+  MemoryRateLimitStore,
+  type MemoryRateLimitStoreOptions,
+  type RateLimitAlgorithm,
+  type RateLimitKey,
+  type RateLimitOptions,
+  type RateLimitRule,
+  type RateLimitStore,
+  rateLimit,
+} from "./ratelimit/index.ts";
 export * from "./session/index.ts";

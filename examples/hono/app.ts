@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import {
   authz,
   basicAuth,
+  cors,
   createPasswordEncoder,
   csrf,
   csrfToken,
@@ -10,9 +11,12 @@ import {
   login,
   mustAuthentication,
   newHandler,
+  nodeServerClientAddress,
   type PasswordEncoder,
+  rateLimit,
   requireRole,
   type SessionStore,
+  securityHeaders,
   sessions,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
@@ -51,6 +55,12 @@ export interface ExampleOptions {
   readonly accounts?: readonly DemoAccount[];
   readonly passwordEncoder?: PasswordEncoder;
   readonly sessionStore?: SessionStore;
+  /** Origin allowed to call the API with credentials. Default `PORTCULLIS_CORS_ORIGIN` or `https://app.example.test`. */
+  readonly corsOrigin?: string;
+  /** Requests per minute per client on `/public/**`. Default 100. */
+  readonly publicLimit?: number;
+  /** Login attempts per minute per client. Default 10. */
+  readonly loginLimit?: number;
 }
 
 /** The example application: a Hono router behind the whole security chain. */
@@ -94,7 +104,30 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   admin.get("/panel", (c) => c.json({ area: "admin", name: mustAuthentication(c).name }));
   app.route("/admin", admin);
 
+  const corsOrigin =
+    options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
   return newHandler(app.fetch, {
+    headers: securityHeaders(),
+    cors: cors({ origin: corsOrigin, credentials: true }),
+    // @hono/node-server hands the socket to the handler; the chain reads the peer address from it.
+    clientAddress: nodeServerClientAddress,
+    rateLimit: rateLimit({
+      rules: [
+        {
+          name: "public",
+          match: "/public/**",
+          limit: options.publicLimit ?? 100,
+          windowMs: 60_000,
+        },
+        {
+          name: "login",
+          match: "/login",
+          methods: ["POST"],
+          limit: options.loginLimit ?? 10,
+          windowMs: 60_000,
+        },
+      ],
+    }),
     // Secure is off only because the example serves plain HTTP on localhost.
     session: sessions({
       secure: false,
@@ -112,7 +145,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       realm: "portcullis example",
       required: false,
     }),
-    csrf: csrf(),
+    // The CORS origin may send state-changing requests too, still with a token.
+    csrf: csrf({ trustedOrigins: [corsOrigin] }),
     login: login({
       findUser,
       passwordEncoder: encoder,

@@ -180,10 +180,10 @@ describe("newChain / newHandler: order", () => {
     ]);
   });
 
-  it("binds the anonymous principal before the first leg after headers runs", async () => {
+  it("binds the anonymous principal before the first leg after headers and CORS runs", async () => {
     const seen: unknown[] = [];
     const handler = newHandler(ok, {
-      cors:
+      rateLimit:
         (next) =>
         async (request, ...rest) => {
           seen.push(authenticationFrom(request));
@@ -227,12 +227,13 @@ describe("newChain / newHandler: order", () => {
 });
 
 describe("newChain / newHandler: refused paths", () => {
-  it("answers 400 before any leg after headers runs, and the 400 carries the headers leg's header", async () => {
+  it("answers 400 before any leg after headers and CORS runs, and the 400 carries their headers", async () => {
     const log: string[] = [];
     const downstream = vi.fn(ok);
     const handler = newHandler(downstream, {
       headers: markerHeaders,
       cors: recording("cors", log),
+      rateLimit: recording("rateLimit", log),
       session: recording("session", log),
       authorization: recording("authorization", log),
     });
@@ -241,7 +242,7 @@ describe("newChain / newHandler: refused paths", () => {
     expect(response.status).toBe(400);
     expect(response.headers.get("x-marker")).toBe("headers-leg");
     expect(response.headers.get("content-type")).toBe("application/problem+json");
-    expect(log).toEqual([]);
+    expect(log).toEqual(["cors"]);
     expect(downstream).not.toHaveBeenCalled();
   });
 

@@ -109,13 +109,12 @@ export function newChain(options: SecurityOptions): Chain {
     throw new InvalidOptionsError("option clientAddress must be a function");
   }
 
-  const legs: Middleware[] = [];
-  if (options.headers) {
-    // Only reached when the headers leg itself throws; everything inside is caught by guardRequest.
-    legs.push(errorBoundary(onError), options.headers);
-  }
-  legs.push(guardRequest(onError, options));
+  // The outer boundary only sees throws from the headers and CORS legs;
+  // guardRequest catches everything further in, so those 500s carry both.
+  const legs: Middleware[] = options.headers || options.cors ? [errorBoundary(onError)] : [];
+  if (options.headers) legs.push(options.headers);
   if (options.cors) legs.push(options.cors);
+  legs.push(guardRequest(onError, options));
   if (options.rateLimit) legs.push(options.rateLimit);
   if (options.session) legs.push(options.session);
   legs.push(...authenticators);
@@ -137,7 +136,7 @@ export function newHandler(handler: FetchHandler, options: SecurityOptions): Han
 }
 
 /**
- * Runs right after the headers leg, so its answers carry the headers: refuses
+ * Runs right after the headers and CORS legs, so its answers carry their headers: refuses
  * ambiguous paths once for every later leg, starts the request as anonymous,
  * and turns anything thrown further in into a bare 500.
  */

@@ -1,4 +1,5 @@
 import { bindValue, contextFrom, createContextKey } from "./context.ts";
+import { withHeaders } from "./response.ts";
 
 /**
  * Response headers a leg decided on while the request was being handled, such
@@ -33,14 +34,7 @@ export class ResponseOutbox {
     const cookies = this.#cookies.splice(0);
     const noStore = this.#noStore;
     this.#noStore = false;
-    try {
-      apply(response.headers, cookies, noStore);
-      return response;
-    } catch {
-      const copy = new Response(response.body, response);
-      apply(copy.headers, cookies, noStore);
-      return copy;
-    }
+    return withHeaders(response, (headers) => apply(headers, cookies, noStore));
   }
 }
 

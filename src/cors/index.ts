@@ -1,0 +1,1 @@
+export { CORS_DEFAULTS, type CorsOptions, type CorsOriginFunction, cors } from "./cors.ts";

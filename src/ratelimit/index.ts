@@ -1,0 +1,19 @@
+export {
+  type RateLimitAlgorithm,
+  type RateLimitDecision,
+  type RateLimitPolicy,
+  type RateLimitState,
+  type RateLimitStep,
+  step,
+} from "./algorithms.ts";
+export {
+  type RateLimitKey,
+  type RateLimitOptions,
+  type RateLimitRule,
+  rateLimit,
+} from "./middleware.ts";
+export {
+  MemoryRateLimitStore,
+  type MemoryRateLimitStoreOptions,
+  type RateLimitStore,
+} from "./store.ts";

@@ -1,0 +1,379 @@
+import { compilePattern, type PathMatcher } from "../authz/pattern.ts";
+import { authenticationFrom } from "../core/authentication.ts";
+import {
+  addressNetwork,
+  type ClientAddressOptions,
+  checkClientAddressOptions,
+  clientAddressOf,
+  resolveClientAddress,
+} from "../core/client-address.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { Middleware } from "../core/handler.ts";
+import { matchPath } from "../core/path.ts";
+import { problemResponse } from "../core/problem.ts";
+import {
+  ALGORITHMS,
+  type RateLimitAlgorithm,
+  type RateLimitDecision,
+  type RateLimitPolicy,
+} from "./algorithms.ts";
+import { MemoryRateLimitStore, type RateLimitStore } from "./store.ts";
+
+/** Whose requests a rule counts together. */
+export type RateLimitKey =
+  | "address"
+  | "principal"
+  | ((request: Request) => string | undefined | Promise<string | undefined>);
+
+/** One quota. Every rule that covers a request counts it; the strictest answer wins. */
+export interface RateLimitRule {
+  /**
+   * Policy name in the `RateLimit` fields and part of the counter key, so rules
+   * never share counters. Letters, digits, `_`, `.`, `-`; unique. Default `rule<n>`
+   * (1-based position).
+   */
+  readonly name?: string;
+  /**
+   * Path pattern(s) (`authz.match` syntax: `*` one segment, `**` any depth)
+   * against the normalized request path. Default: every path.
+   */
+  readonly match?: string | readonly string[];
+  /** Methods counted (compared upper-cased). Default: every method. */
+  readonly methods?: readonly string[];
+  /** Requests allowed per window: a positive integer. */
+  readonly limit: number;
+  /** Window length in milliseconds: a positive integer. */
+  readonly windowMs: number;
+  /** Default `"sliding-window"`; see `RateLimitAlgorithm`. */
+  readonly algorithm?: RateLimitAlgorithm;
+  /**
+   * Default `"address"`: the client address, grouped by network (see
+   * `ipv6Prefix`). `"principal"`: the authenticated principal's name, falling
+   * back to the address for anonymous requests. A function returns a key of
+   * your own (an API key id, a tenant; not a secret), falling back to the
+   * address when it returns `undefined`; one that throws is handled like a
+   * store failure (see `failOpen`).
+   */
+  readonly key?: RateLimitKey;
+}
+
+export interface RateLimitOptions extends ClientAddressOptions {
+  /** The quotas, at least one. A rule without `match` and `methods` is a global default. */
+  readonly rules: readonly RateLimitRule[];
+  /** Default: a `MemoryRateLimitStore` with its defaults (process-local). */
+  readonly store?: RateLimitStore;
+  /**
+   * IPv6 clients are keyed by this network prefix, 0..128. Default 56: a home or
+   * office is usually delegated a /56 (at least a /64), and every address in it
+   * is one client's to rotate through.
+   */
+  readonly ipv6Prefix?: number;
+  /** IPv4 clients are keyed by this prefix, 0..32. Default 32 (one address). */
+  readonly ipv4Prefix?: number;
+  /**
+   * Add the `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-11)
+   * to allowed responses, where the downstream has not set them. Default `true`.
+   * 429 answers carry `Retry-After` either way.
+   */
+  readonly headers?: boolean;
+  /**
+   * When the store fails: `false` (default) answers 503, so an outage of the
+   * store never lifts the limits; `true` lets the request through uncounted.
+   */
+  readonly failOpen?: boolean;
+  /** Told about every store failure. Default: `console.error`. */
+  readonly onStoreError?: (error: unknown, request: Request) => void;
+  /** Clock in milliseconds. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+interface CompiledRule {
+  readonly name: string;
+  readonly id: string;
+  readonly policy: RateLimitPolicy;
+  readonly matchers: readonly PathMatcher[] | undefined;
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly key: RateLimitKey;
+  readonly policyItem: string;
+}
+
+interface Counted {
+  readonly rule: CompiledRule;
+  readonly decision: RateLimitDecision;
+}
+
+const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const ALGORITHM_CODES: Record<RateLimitAlgorithm, string> = {
+  "fixed-window": "fw",
+  "sliding-window": "sw",
+  "token-bucket": "tb",
+};
+// Longer key parts are hashed so a client-influenced value cannot bloat store keys.
+const MAX_KEY_PART = 200;
+const encoder = new TextEncoder();
+
+/**
+ * Rate limiting, leg 3 of the chain. Every rule covering the request counts it
+ * (all at once, against `store`); if any rule is exhausted the request gets a
+ * 429 problem with `Retry-After` and the downstream never runs.
+ *
+ * The client address comes from `resolveClientAddress`: with `trustProxy` or
+ * `forwardedHeader` given here, resolved with them; otherwise the address an
+ * earlier leg resolved, or the socket peer. Requests whose address is unknown
+ * (nothing bound, malformed) share one counter per rule: they are limited
+ * together rather than not at all.
+ */
+export function rateLimit(options: RateLimitOptions): Middleware {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidOptionsError("rateLimit needs an options object");
+  const rules = compileRules(options.rules);
+  const store = options.store ?? new MemoryRateLimitStore();
+  if (typeof store?.hit !== "function")
+    throw new InvalidOptionsError("rateLimit store must implement RateLimitStore");
+  checkClientAddressOptions(options);
+  const ownAddressOptions =
+    options.trustProxy !== undefined || options.forwardedHeader !== undefined;
+  const prefixes = {
+    ipv4Prefix: integerIn(options.ipv4Prefix, 32, 0, 32, "ipv4Prefix"),
+    ipv6Prefix: integerIn(options.ipv6Prefix, 56, 0, 128, "ipv6Prefix"),
+  };
+  const headers = booleanOption(options.headers, true, "headers");
+  const failOpen = booleanOption(options.failOpen, false, "failOpen");
+  const clock = options.now ?? Date.now;
+  if (typeof clock !== "function")
+    throw new InvalidOptionsError("rateLimit now must be a function");
+  const onStoreError =
+    options.onStoreError ??
+    ((error: unknown) => console.error("portcullis: rate-limit store failed", error));
+  if (typeof onStoreError !== "function")
+    throw new InvalidOptionsError("rateLimit onStoreError must be a function");
+
+  const addressKey = (request: Request): string => {
+    const address = ownAddressOptions
+      ? resolveClientAddress(request, options)
+      : (clientAddressOf(request) ?? resolveClientAddress(request));
+    const network = address === undefined ? undefined : addressNetwork(address, prefixes);
+    return network === undefined ? "u" : `a:${network}`;
+  };
+
+  const keyFor = async (
+    rule: CompiledRule,
+    request: Request,
+    address: () => string,
+  ): Promise<string> => {
+    let part: string;
+    if (rule.key === "address") {
+      part = address();
+    } else if (rule.key === "principal") {
+      const auth = authenticationFrom(request);
+      part = auth?.authenticated === true && !auth.anonymous ? `p:${auth.name}` : address();
+    } else {
+      const value = await rule.key(request);
+      part = typeof value === "string" && value !== "" ? `k:${value}` : address();
+    }
+    if (part.length > MAX_KEY_PART) part = `h:${await sha256Hex(part)}`;
+    return `${rule.id}:${part}`;
+  };
+
+  return (next) =>
+    async (request, ...rest) => {
+      const path = matchPath(request);
+      if (path === undefined)
+        return problemResponse(400, { detail: "The request path is not acceptable." });
+      const method = request.method.toUpperCase();
+      const applicable = rules.filter(
+        (rule) =>
+          (rule.methods === undefined || rule.methods.has(method)) &&
+          (rule.matchers === undefined || rule.matchers.some((matches) => matches(path))),
+      );
+      if (applicable.length === 0) return next(request, ...rest);
+
+      const now = clock();
+      let resolved: string | undefined;
+      const address = () => {
+        resolved ??= addressKey(request);
+        return resolved;
+      };
+      const settled = await Promise.allSettled(
+        applicable.map(async (rule) => {
+          const key = await keyFor(rule, request, address);
+          const decision = await store.hit(key, rule.policy, now);
+          if (!isDecision(decision))
+            throw new TypeError("rate-limit store answered malformed data");
+          return { rule, decision };
+        }),
+      );
+      const counted: Counted[] = [];
+      let failed = false;
+      for (const result of settled) {
+        if (result.status === "fulfilled") {
+          counted.push(result.value);
+          continue;
+        }
+        failed = true;
+        try {
+          onStoreError(result.reason, request);
+        } catch {
+          // A failing logger must not change the answer.
+        }
+      }
+      if (failed && !failOpen) {
+        return problemResponse(503, { detail: "Rate limiting is unavailable; try again later." });
+      }
+
+      const denied = counted.filter((c) => !c.decision.allowed);
+      if (denied.length > 0) {
+        let retryAt = now;
+        for (const c of denied) retryAt = Math.max(retryAt, c.decision.retryAt);
+        const fields = new Headers({ "retry-after": String(seconds(retryAt - now, 1)) });
+        if (headers) setFields(fields, counted, now);
+        return problemResponse(429, { detail: "Too many requests; retry later.", headers: fields });
+      }
+
+      const response = await next(request, ...rest);
+      return headers && counted.length > 0 ? decorate(response, counted, now) : response;
+    };
+}
+
+function compileRules(rules: readonly RateLimitRule[] | undefined): readonly CompiledRule[] {
+  if (!Array.isArray(rules) || rules.length === 0)
+    throw new InvalidOptionsError("rateLimit needs a non-empty rules array");
+  const names = new Set<string>();
+  return Object.freeze(
+    rules.map((rule: RateLimitRule, index): CompiledRule => {
+      if (typeof rule !== "object" || rule === null)
+        throw new InvalidOptionsError("every rate-limit rule must be an object");
+      const name = rule.name ?? `rule${index + 1}`;
+      if (typeof name !== "string" || !NAME.test(name))
+        throw new InvalidOptionsError(
+          `rate-limit rule name must be 1-64 letters, digits, "_", "." or "-": ${JSON.stringify(name)}`,
+        );
+      if (names.has(name))
+        throw new InvalidOptionsError(`rate-limit rule names must be unique: ${name}`);
+      names.add(name);
+      const limit = positiveInteger(rule.limit, `rule ${name}: limit`);
+      const windowMs = positiveInteger(rule.windowMs, `rule ${name}: windowMs`);
+      const algorithm = rule.algorithm ?? "sliding-window";
+      if (!ALGORITHMS.includes(algorithm))
+        throw new InvalidOptionsError(`rule ${name}: unknown algorithm ${String(algorithm)}`);
+      const key = rule.key ?? "address";
+      if (key !== "address" && key !== "principal" && typeof key !== "function")
+        throw new InvalidOptionsError(
+          `rule ${name}: key must be "address", "principal" or a function`,
+        );
+      let matchers: PathMatcher[] | undefined;
+      if (rule.match !== undefined) {
+        const patterns = typeof rule.match === "string" ? [rule.match] : rule.match;
+        if (!Array.isArray(patterns) || patterns.length === 0)
+          throw new InvalidOptionsError(
+            `rule ${name}: match must be a pattern or a non-empty array`,
+          );
+        matchers = patterns.map((pattern: string) => compilePattern(pattern));
+      }
+      let methods: Set<string> | undefined;
+      if (rule.methods !== undefined) {
+        if (!Array.isArray(rule.methods) || rule.methods.length === 0)
+          throw new InvalidOptionsError(`rule ${name}: methods must be a non-empty array`);
+        methods = new Set();
+        for (const method of rule.methods as unknown[]) {
+          if (typeof method !== "string" || !METHOD.test(method))
+            throw new InvalidOptionsError(`rule ${name}: invalid method ${JSON.stringify(method)}`);
+          methods.add(method.toUpperCase());
+        }
+      }
+      return {
+        name,
+        // Algorithm and window are part of the identity: changing them starts fresh counters
+        // instead of reading state written under other semantics.
+        id: `${name}:${ALGORITHM_CODES[algorithm]}:${windowMs}`,
+        policy: Object.freeze({ algorithm, limit, windowMs }),
+        matchers,
+        methods,
+        key,
+        policyItem: `"${name}";q=${limit};w=${seconds(windowMs, 1)}`,
+      };
+    }),
+  );
+}
+
+/** Whole seconds, rounded up, at least `min`. */
+function seconds(ms: number, min: number): number {
+  return Math.max(min, Math.ceil(ms / 1000));
+}
+
+function setFields(target: Headers, counted: readonly Counted[], now: number): void {
+  if (!target.has("ratelimit-policy"))
+    target.set("ratelimit-policy", counted.map((c) => c.rule.policyItem).join(", "));
+  if (!target.has("ratelimit")) {
+    const items = counted.map(({ rule, decision }) => {
+      const until = decision.allowed ? decision.resetAt : decision.retryAt;
+      const remaining = decision.allowed ? decision.remaining : 0;
+      return `"${rule.name}";r=${remaining};t=${seconds(until - now, 0)}`;
+    });
+    target.set("ratelimit", items.join(", "));
+  }
+}
+
+/** `response` with the fields; a copy sharing the body stream when its headers are immutable. */
+function decorate(response: Response, counted: readonly Counted[], now: number): Response {
+  if (response.headers.has("ratelimit") && response.headers.has("ratelimit-policy"))
+    return response;
+  try {
+    setFields(response.headers, counted, now);
+    return response;
+  } catch {
+    try {
+      const copy = new Response(response.body, response);
+      setFields(copy.headers, counted, now);
+      return copy;
+    } catch {
+      // Statuses a Response cannot be built with (101, opaque errors): pass it on undecorated.
+      return response;
+    }
+  }
+}
+
+function isDecision(value: unknown): value is RateLimitDecision {
+  const d = value as RateLimitDecision | undefined;
+  return (
+    typeof d === "object" &&
+    d !== null &&
+    typeof d.allowed === "boolean" &&
+    Number.isFinite(d.remaining) &&
+    Number.isFinite(d.resetAt) &&
+    Number.isFinite(d.retryAt)
+  );
+}
+
+function positiveInteger(value: unknown, what: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 1)
+    throw new InvalidOptionsError(`${what} must be a positive integer`);
+  return value as number;
+}
+
+function integerIn(
+  value: unknown,
+  fallback: number,
+  min: number,
+  max: number,
+  what: string,
+): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > max)
+    throw new InvalidOptionsError(`${what} must be an integer from ${min} to ${max}`);
+  return value as number;
+}
+
+function booleanOption(value: unknown, fallback: boolean, what: string): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new InvalidOptionsError(`${what} must be a boolean`);
+  return value;
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+  let hex = "";
+  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}

@@ -1,0 +1,11 @@
+export {
+  RATE_LIMIT_SCRIPT,
+  RedisRateLimitStore,
+  type RedisRateLimitStoreOptions,
+  type RedisScriptingClient,
+} from "./rate-limit-store.ts";
+export {
+  type RedisSessionClient,
+  RedisSessionStore,
+  type RedisSessionStoreOptions,
+} from "./session-store.ts";
