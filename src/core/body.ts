@@ -1,4 +1,8 @@
-/** Reads a body up to `maxBytes` bytes; `undefined` when it is longer (the rest is not read). */
+/**
+ * Reads a body up to `maxBytes` bytes; `undefined` when it is longer (the rest
+ * is not read). The cancel is not awaited: on one branch of a cloned body it
+ * only settles once the other branch is done, which may be never.
+ */
 export async function readAtMost(
   body: ReadableStream<Uint8Array> | null,
   maxBytes: number,
@@ -13,7 +17,7 @@ export async function readAtMost(
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) {
-        await reader.cancel();
+        reader.cancel().catch(() => {});
         return undefined;
       }
       chunks.push(value);

@@ -146,6 +146,8 @@ async function formField(
   if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data")
     return undefined;
   if (request.body === null || request.bodyUsed) return undefined;
+  // A declared length over the limit is refused without reading a byte.
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined;
   const bytes = await readAtMost(request.clone().body, maxBytes);
   if (bytes === undefined) return undefined;
   try {

@@ -63,7 +63,7 @@ const MAX_PASSWORD = 1024;
  * The login and logout endpoints (chain leg 6, Go's `WithLogin`): `POST
  * /login` with `username` and `password` as JSON or a form, `POST /logout`.
  * Unknown users and wrong passwords take the same path and the same time;
- * failures are throttled per username and per client and reset on success.
+ * failures are throttled per username and per client; a success clears the username's counter only.
  */
 export function login(options: LoginOptions): Middleware {
   if (typeof options?.findUser !== "function")
@@ -136,7 +136,9 @@ export function login(options: LoginOptions): Middleware {
           ? redirect(options.failureRedirect)
           : problemResponse(401, { detail: "Bad credentials." });
       }
-      if (throttle) await Promise.all(keys.map(([key]) => throttle.store.reset(key)));
+      // Only the username's counter: a client that owns one account must not be able
+      // to clear its own failures by signing in between guesses at other accounts.
+      if (throttle) await throttle.store.reset(keys[0]?.[0] as string);
       await signIn(session, user);
       if (options.onPasswordUpgrade !== undefined && encoder.needsRehash(user.passwordHash)) {
         await options.onPasswordUpgrade(user, await encoder.hash(credentials.password));

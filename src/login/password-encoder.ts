@@ -72,15 +72,8 @@ export class ScryptPasswordEncoder implements PasswordEncoder {
     this.#logN = parameters.logN ?? 15;
     this.#r = parameters.r ?? 8;
     this.#p = parameters.p ?? 3;
-    for (const [name, value, min, max] of [
-      ["logN", this.#logN, 1, 24],
-      ["r", this.#r, 1, 64],
-      ["p", this.#p, 1, 16],
-    ] as const) {
-      if (!Number.isSafeInteger(value) || value < min || value > max) {
-        throw new InvalidOptionsError(`scrypt ${name} must be an integer from ${min} to ${max}`);
-      }
-    }
+    const problem = scryptCostProblem(this.#logN, this.#r, this.#p);
+    if (problem !== undefined) throw new InvalidOptionsError(`scrypt: ${problem}`);
   }
 
   async hash(password: string): Promise<string> {
@@ -104,6 +97,21 @@ export class ScryptPasswordEncoder implements PasswordEncoder {
   }
 }
 
+/** Most memory one scrypt check may take (128·N·r bytes): 256 MiB. */
+const MAX_SCRYPT_MEMORY = 256 * 1024 * 1024;
+/** Most work one check may take (N·r·p): 16 times the default's. */
+const MAX_SCRYPT_WORK = 2 ** 15 * 8 * 3 * 16;
+
+function scryptCostProblem(logN: number, r: number, p: number): string | undefined {
+  if (![logN, r, p].every((v) => Number.isSafeInteger(v) && v >= 1))
+    return "logN, r and p must be positive integers";
+  if (logN > 24 || r > 64 || p > 16) return "logN at most 24, r at most 64, p at most 16";
+  const N = 2 ** logN;
+  if (128 * N * r > MAX_SCRYPT_MEMORY) return "128·N·r must stay within 256 MiB";
+  if (N * r * p > MAX_SCRYPT_WORK) return "N·r·p must stay within 16 times the default cost";
+  return undefined;
+}
+
 function parseScrypt(encoded: string) {
   const m =
     /^\{scrypt\}ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9_-]+)\$([A-Za-z0-9_-]+)$/.exec(
@@ -115,18 +123,8 @@ function parseScrypt(encoded: string) {
   const p = Number(m[3]);
   const salt = fromBase64url(m[4] as string);
   const key = fromBase64url(m[5] as string);
-  // Bounds keep a tampered hash from making one check cost gigabytes.
-  if (
-    logN < 1 ||
-    logN > 24 ||
-    r < 1 ||
-    r > 64 ||
-    p < 1 ||
-    p > 16 ||
-    !salt ||
-    !key ||
-    key.length !== KEY_BYTES
-  ) {
+  // A tampered hash must not make one check cost gigabytes or minutes.
+  if (scryptCostProblem(logN, r, p) !== undefined || !salt || !key || key.length !== KEY_BYTES) {
     return undefined;
   }
   return { logN, r, p, salt, key };

@@ -107,7 +107,11 @@ export class Session {
       (next?.authorities.every((a) => current?.authorities.includes(a)) ?? true);
     this.#principal = next;
     this.#authentication = undefined;
-    if (!same) this.regenerate();
+    if (!same) {
+      // The absolute timeout counts from sign-in, not from the anonymous visit before it.
+      this.#createdAt = this.#runtime.now();
+      this.regenerate();
+    }
   }
 
   /** Gives the session a new id on the next save; the old id stops working then. */

@@ -31,7 +31,9 @@ export interface MemorySessionStoreOptions {
  * as long as the process and are not shared between instances.
  */
 export class MemorySessionStore implements SessionStore {
-  readonly #entries = new Map<string, { record: SessionRecord; expiresAt: number }>();
+  // Records are kept as JSON, as a shared store keeps them: what a caller does to
+  // a record it read or wrote never changes the stored one.
+  readonly #entries = new Map<string, { json: string; expiresAt: number }>();
   readonly #max: number;
   readonly #now: () => number;
 
@@ -54,14 +56,14 @@ export class MemorySessionStore implements SessionStore {
       this.#entries.delete(id);
       return undefined;
     }
-    return entry.record;
+    return JSON.parse(entry.json) as SessionRecord;
   }
 
   async set(id: string, record: SessionRecord, ttlMs: number): Promise<void> {
     // Re-inserting moves the id to the end, so iteration order is least recently written first.
     this.#entries.delete(id);
     if (ttlMs <= 0) return;
-    this.#entries.set(id, { record: structuredClone(record), expiresAt: this.#now() + ttlMs });
+    this.#entries.set(id, { json: JSON.stringify(record), expiresAt: this.#now() + ttlMs });
     while (this.#entries.size > this.#max) {
       const oldest = this.#entries.keys().next().value as string;
       this.#entries.delete(oldest);

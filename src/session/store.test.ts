@@ -1,0 +1,125 @@
+import { describe, expect, it } from "vitest";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { fakeClock, testApp } from "../testing/session-app.ts";
+import { MemorySessionStore, type SessionRecord } from "./index.ts";
+
+function record(overrides: Partial<SessionRecord> = {}): SessionRecord {
+  return { data: { n: 1 }, createdAt: 1, lastAccessAt: 1, ...overrides };
+}
+
+describe("MemorySessionStore", () => {
+  it("stays bounded: 50 000 distinct sessions with maxEntries 1000 leave at most 1000", async () => {
+    const store = new MemorySessionStore({ maxEntries: 1000 });
+    for (let i = 0; i < 50_000; i++) await store.set(`id-${i}`, record(), 60_000);
+    expect(store.size).toBeLessThanOrEqual(1000);
+    expect(store.size).toBe(1000);
+    // The least recently written are the ones dropped.
+    await expect(store.get("id-0")).resolves.toBeUndefined();
+    await expect(store.get("id-48999")).resolves.toBeUndefined();
+    await expect(store.get("id-49000")).resolves.toBeDefined();
+    await expect(store.get("id-49999")).resolves.toBeDefined();
+  });
+
+  it("stays bounded when a flood of anonymous clients asks the chain for sessions", async () => {
+    const clock = fakeClock();
+    const store = new MemorySessionStore({ maxEntries: 1000, now: clock.now });
+    const app = await testApp({ clock, store, login: false });
+    for (let i = 0; i < 3000; i++) {
+      const response = await app.handler(new Request("https://app.example/csrf"));
+      expect(response.status).toBe(200);
+    }
+    expect(store.size).toBeLessThanOrEqual(1000);
+  });
+
+  it("evicts by last write: rewriting an id protects it from eviction", async () => {
+    const store = new MemorySessionStore({ maxEntries: 3 });
+    await store.set("a", record(), 60_000);
+    await store.set("b", record(), 60_000);
+    await store.set("c", record(), 60_000);
+    await store.set("a", record({ lastAccessAt: 2 }), 60_000);
+    await store.set("d", record(), 60_000);
+    await expect(store.get("b")).resolves.toBeUndefined();
+    await expect(store.get("a")).resolves.toMatchObject({ lastAccessAt: 2 });
+    expect(store.size).toBe(3);
+  });
+
+  it("expires a record at its TTL, not before", async () => {
+    const clock = fakeClock();
+    const store = new MemorySessionStore({ now: clock.now });
+    await store.set("s", record(), 1000);
+    clock.advance(999);
+    await expect(store.get("s")).resolves.toEqual(record());
+    clock.advance(1);
+    await expect(store.get("s")).resolves.toBeUndefined();
+    expect(store.size).toBe(0);
+  });
+
+  it("a non-positive TTL stores nothing and removes what was there", async () => {
+    const store = new MemorySessionStore();
+    await store.set("s", record(), 60_000);
+    await store.set("s", record(), 0);
+    await expect(store.get("s")).resolves.toBeUndefined();
+    await store.set("t", record(), -5);
+    expect(store.size).toBe(0);
+  });
+
+  it("deletes", async () => {
+    const store = new MemorySessionStore();
+    await store.set("s", record(), 60_000);
+    await store.delete("s");
+    await store.delete("never-there");
+    await expect(store.get("s")).resolves.toBeUndefined();
+  });
+
+  it("stores a copy: changing the object after set() does not change the stored record", async () => {
+    const store = new MemorySessionStore();
+    const data: Record<string, unknown> = { cart: { items: ["a"] } };
+    const principal = { name: "alice", authorities: ["USER"] };
+    const put = { data, createdAt: 1, lastAccessAt: 1, principal };
+    await store.set("s", put, 60_000);
+    data.extra = true;
+    (data.cart as { items: string[] }).items.push("b");
+    principal.authorities.push("ADMIN");
+    principal.name = "mallory";
+    await expect(store.get("s")).resolves.toEqual({
+      data: { cart: { items: ["a"] } },
+      createdAt: 1,
+      lastAccessAt: 1,
+      principal: { name: "alice", authorities: ["USER"] },
+    });
+  });
+
+  it("hands out a copy: changing a record returned by get() does not change the stored one", async () => {
+    const store = new MemorySessionStore();
+    await store.set(
+      "s",
+      {
+        data: { cart: { items: ["a"] } },
+        createdAt: 1,
+        lastAccessAt: 1,
+        principal: { name: "alice", authorities: ["USER"] },
+      },
+      60_000,
+    );
+    const got = (await store.get("s")) as unknown as {
+      data: Record<string, unknown>;
+      principal: { name: string; authorities: string[] };
+    };
+    got.data.extra = true;
+    (got.data.cart as { items: string[] }).items.push("b");
+    got.principal.authorities.push("ADMIN");
+    await expect(store.get("s")).resolves.toEqual({
+      data: { cart: { items: ["a"] } },
+      createdAt: 1,
+      lastAccessAt: 1,
+      principal: { name: "alice", authorities: ["USER"] },
+    });
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])(
+    "refuses maxEntries %s",
+    (maxEntries) => {
+      expect(() => new MemorySessionStore({ maxEntries })).toThrow(InvalidOptionsError);
+    },
+  );
+});
