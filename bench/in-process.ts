@@ -1,64 +1,118 @@
 import {
   authz,
   bindAuthentication,
+  type Chain,
+  cors,
   createAuthentication,
+  csrf,
   type Handler,
+  MemorySessionStore,
   type Middleware,
-  newHandler,
+  newChain,
+  rateLimit,
+  securityHeaders,
+  sessionFrom,
+  sessions,
 } from "portcullis";
 import { type Contender, compare, printTable } from "./measure.ts";
 
 const { anyRequest, match, routes } = authz;
 
 const bare: Handler = async () => new Response("ok");
-
-// A principal an authenticator would bind; resolving it is the session leg's cost, not authorization's.
 const staff = createAuthentication("sam", ["STAFF"]);
-const signIn: Middleware = (next) => async (request) => {
+
+const rules = () =>
+  routes(
+    [
+      match("GET", "/public/**").permitAll(),
+      match("/admin/**").hasRole("ADMIN"),
+      match("GET", "/staff/**").hasRole("STAFF"),
+      match("POST", "/api/orders").authenticated(),
+      anyRequest().authenticated(),
+    ],
+    { hierarchy: "ADMIN > STAFF > USER" },
+  );
+
+// What an authenticator leaves behind; its own cost is not authorization's.
+const signedIn: Middleware = (next) => async (request) => {
   bindAuthentication(request, staff);
   return next(request);
 };
 
-const rules = routes(
-  [
-    match("GET", "/public/**").permitAll(),
-    match("/admin/**").hasRole("ADMIN"),
-    match("GET", "/staff/**").hasRole("STAFF"),
-    match("POST", "/api/orders").authenticated(),
-    anyRequest().authenticated(),
-  ],
-  { hierarchy: "ADMIN > STAFF > USER" },
-);
-
 const paths = ["/staff/reports/2026", "/staff/x", "/staff/reports/q3/summary"];
-const request = (i: number) =>
-  new Request(`http://127.0.0.1:3000${paths[i % paths.length]}?page=${i & 7}`);
+const url = (i: number) => `http://127.0.0.1:3000${paths[i % paths.length]}?page=${i & 7}`;
+
+/** Signs `sam` in through the chain once and returns the session cookie. */
+async function sessionCookie(chain: Chain): Promise<string> {
+  const handler = chain.wrap(async (request) => {
+    const session = sessionFrom(request);
+    session?.setAuthentication(staff);
+    await session?.save();
+    return new Response("signed in");
+  });
+  const response = await handler(new Request("https://127.0.0.1:3000/public/sign-in"));
+  const cookie = response.headers.getSetCookie()[0]?.split(";")[0];
+  if (cookie === undefined) throw new Error("no session cookie");
+  return cookie;
+}
 
 export async function inProcess(): Promise<void> {
+  const store = new MemorySessionStore();
+  const sessionChain = newChain({
+    session: sessions({ store }),
+    csrf: csrf(),
+    authorization: routes([match("/public/**").permitAll(), anyRequest().authenticated()]),
+  });
+  const cookie = await sessionCookie(sessionChain);
+
+  const full = newChain({
+    headers: securityHeaders(),
+    cors: cors({ origin: "https://app.example.test", credentials: true }),
+    clientAddress: (_request: Request, address: string) => address,
+    rateLimit: rateLimit({ rules: [{ name: "all", limit: 1_000_000_000, windowMs: 60_000 }] }),
+    session: sessions({ store }),
+    csrf: csrf(),
+    authorization: rules(),
+  });
+  const sessionAndCsrf = newChain({
+    session: sessions({ store }),
+    csrf: csrf(),
+    authorization: rules(),
+  });
+  const authzOnly = newChain({ authentication: signedIn, authorization: rules() });
+
+  const plain = (i: number) => new Request(url(i));
+  const withCookie = (i: number) =>
+    new Request(url(i).replace("http:", "https:"), {
+      headers: { cookie, origin: "https://app.example.test" },
+    });
+
+  const fullHandler = full.wrap(bare);
   const contenders: Contender[] = [
-    { name: "bare Fetch handler", handler: bare, request },
-    { name: "bare + principal binding only", handler: newHandlerless(signIn, bare), request },
+    { name: "bare Fetch handler", handler: bare, request: plain },
+    { name: "principal bound, no chain", handler: signedIn(bare), request: plain },
+    { name: "authorization (5 rules, hierarchy)", handler: authzOnly.wrap(bare), request: plain },
     {
-      name: "newHandler: authorization (5 rules, hierarchy)",
-      handler: newHandler(bare, { authentication: signIn, authorization: rules }),
-      request,
+      name: "session lookup + CSRF + authorization",
+      handler: sessionAndCsrf.wrap(bare),
+      request: withCookie,
+    },
+    {
+      name: "full chain (all legs, memory stores)",
+      // A different client address per request, as real traffic has.
+      handler: (request) => fullHandler(request, `198.51.100.${Math.floor(Math.random() * 250)}`),
+      request: withCookie,
     },
   ];
   const results = await compare(contenders);
+  const [baseline, bound, authzResult] = results;
+  if (!baseline || !bound || !authzResult) return;
   printTable(
-    "In-process, one Request per call (median of 7 runs, 20 000 requests each, 16 in flight)",
+    "In-process (median of 7 runs, 20 000 requests each, 16 in flight)",
     results,
-    results[0] as (typeof results)[0],
+    baseline,
   );
-  const binding = results[1];
-  const chain = results[2];
-  if (binding && chain) {
-    console.log(
-      `authorization leg alone: ${(chain.microsPerOp - binding.microsPerOp).toFixed(2)} µs/request over the same handler with the principal bound`,
-    );
-  }
-}
-
-function newHandlerless(mw: Middleware, handler: Handler): Handler {
-  return mw(handler);
+  console.log(
+    `authorization leg alone: ${(authzResult.microsPerOp - bound.microsPerOp).toFixed(2)} µs/request over the handler with the principal bound`,
+  );
 }
