@@ -317,8 +317,12 @@ export function formatAddress(address: ParsedAddress): string {
   return `${hex(0, bestStart)}::${hex(bestStart + bestLength, 8)}`;
 }
 
+// Dotted quad with no leading zeros and every octet at most 255.
+const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
 /** `parseAddress` then `formatAddress`: one string per address however it was spelled. */
 export function normalizeAddress(text: string): string | undefined {
+  if (CANONICAL_IPV4.test(text)) return text; // the common case, already in its one spelling
   const parsed = parseAddress(text);
   return parsed === undefined ? undefined : formatAddress(parsed);
 }
@@ -332,6 +336,7 @@ export function addressNetwork(
   address: string,
   prefixes: { readonly ipv4Prefix?: number; readonly ipv6Prefix?: number } = {},
 ): string | undefined {
+  if ((prefixes.ipv4Prefix ?? 32) === 32 && CANONICAL_IPV4.test(address)) return `${address}/32`;
   const parsed = parseAddress(address);
   if (parsed === undefined) return undefined;
   if (parsed.version === 4) {
