@@ -2,7 +2,7 @@ import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
 import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { matchPath } from "../core/path.ts";
+import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
@@ -30,8 +30,7 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
   return (next) =>
     async (request, ...rest) => {
       const path = matchPath(request);
-      if (path === undefined)
-        return problemResponse(400, { detail: "The request path is not acceptable." });
+      if (path === undefined) return refusedPathResponse();
       const method = request.method.toUpperCase();
       const auth = authenticationFrom(request) ?? ANONYMOUS;
       for (const rule of list) {

@@ -9,7 +9,7 @@ import {
 import { bindValue, contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
-import { matchPath } from "../core/path.ts";
+import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { Chain } from "../middleware/chain.ts";
 
@@ -146,7 +146,7 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
   return (next: Handler): Handler =>
     async (request, ...rest) => {
       if (matchPath(request) === undefined) {
-        return problemResponse(400, { detail: "The request path is not acceptable." });
+        return refusedPathResponse();
       }
       if (!contextFrom(request).has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
       try {

@@ -318,7 +318,8 @@ export function formatAddress(address: ParsedAddress): string {
 }
 
 // Dotted quad with no leading zeros and every octet at most 255.
-const CANONICAL_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+const CANONICAL_IPV4 =
+  /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
 /** `parseAddress` then `formatAddress`: one string per address however it was spelled. */
 export function normalizeAddress(text: string): string | undefined {

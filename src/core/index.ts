@@ -65,6 +65,7 @@ export {
   normalizePath,
   pathOfUrl,
   RAW_PATH,
+  refusedPathResponse,
 } from "./path.ts";
 export { type ProblemInit, problemResponse } from "./problem.ts";
 export { setIfAbsent, withHeaders } from "./response.ts";

@@ -1,4 +1,5 @@
 import { bindValue, contextFrom, createContextKey } from "./context.ts";
+import { problemResponse } from "./problem.ts";
 
 /**
  * The raw request target's path as the server received it, bound by adapters
@@ -105,4 +106,9 @@ export function matchPath(request: Request): string | undefined {
   const path = normalizePath(context.get(RAW_PATH) ?? pathOfUrl(request.url));
   if (path !== undefined) bindValue(request, MATCH_PATH, path);
   return path;
+}
+
+/** The 400 for a path `normalizePath` refuses. */
+export function refusedPathResponse(): Response {
+  return problemResponse(400, { detail: "The request path is not acceptable." });
 }

@@ -9,7 +9,7 @@ import {
 } from "../core/client-address.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { matchPath } from "../core/path.ts";
+import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import {
   ALGORITHMS,
@@ -179,8 +179,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   return (next) =>
     async (request, ...rest) => {
       const path = matchPath(request);
-      if (path === undefined)
-        return problemResponse(400, { detail: "The request path is not acceptable." });
+      if (path === undefined) return refusedPathResponse();
       const method = request.method.toUpperCase();
       const applicable = rules.filter(
         (rule) =>
