@@ -3,7 +3,6 @@ import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
-import { problemResponse } from "../core/problem.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
 
