@@ -8,7 +8,7 @@ import {
 } from "../core/cookie.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { outboxOf } from "../core/outbox.ts";
+import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
 import { SESSION, SESSION_ID, Session, type SessionRuntime } from "./session.ts";
 import { MemorySessionStore, type SessionStore } from "./store.ts";
@@ -82,14 +82,14 @@ export function sessions(options: SessionOptions = {}): Middleware {
 
   return (next) =>
     async (request, ...rest) => {
-      const outbox = outboxOf(request);
       const runtime: SessionRuntime = {
         store,
         now,
         idleTimeoutMs,
         absoluteTimeoutMs,
+        // The outbox is made only when a cookie is actually set: most requests set none.
         setCookie: (id) =>
-          outbox.setCookie(
+          outboxOf(request).setCookie(
             id === undefined ? clearCookie : serializeCookie(cookieName, id, attributes),
           ),
       };
@@ -104,7 +104,7 @@ export function sessions(options: SessionOptions = {}): Middleware {
       const auth = session.authentication;
       if (auth !== undefined) bindAuthentication(request, auth);
       const response = await next(request, ...rest);
-      return outbox.drainIntoResponse(response);
+      return existingOutbox(request)?.drainIntoResponse(response) ?? response;
     };
 }
 
