@@ -126,6 +126,25 @@ describe("honoMiddleware", () => {
     expect(await response.text()).toBe("body");
   });
 
+  it("keeps a leg's cookies when it replaces a response that already sets cookies", async () => {
+    const replace: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        const response = await next(request, ...rest);
+        const copy = new Response(response.body, response);
+        copy.headers.append("set-cookie", "leg=1");
+        return copy;
+      };
+    const app = new Hono();
+    app.use("*", honoMiddleware(replace));
+    app.get("/x", (c) => {
+      c.header("set-cookie", "route=1", { append: true });
+      return c.text("ok");
+    });
+    const response = await app.fetch(get("/x"));
+    expect(response.headers.getSetCookie()).toEqual(["route=1", "leg=1"]);
+  });
+
   it("hands Hono's env to the middleware", async () => {
     const env = { DB: "binding" };
     let seen: unknown;

@@ -22,8 +22,13 @@ export function honoMiddleware(middleware: Middleware | Chain): MiddlewareHandle
     });
     const response = await handler(c.req.raw, c.env, executionContext(c));
     if (!passed) return response;
-    // Legs may have answered with a decorated copy of the downstream response.
-    if (response !== c.res) c.res = response;
+    // Legs may have answered with a decorated copy of the downstream response. Assigning over
+    // c.res would merge the old response's headers in, its Set-Cookie list replacing the
+    // copy's; the chain's answer is complete as it is, so clear c.res first.
+    if (response !== c.res) {
+      c.res = undefined;
+      c.res = response;
+    }
     return undefined;
   };
 }

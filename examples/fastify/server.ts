@@ -1,0 +1,37 @@
+import Fastify from "fastify";
+import { mustAuthentication, requireRole } from "portcullis";
+import { fastifyHook, fastifyPortcullis } from "portcullis/adapters/fastify";
+import { banner, exampleChain } from "../shared/security.ts";
+
+const app = Fastify();
+// A fastify-plugin plugin: its hook covers every route, child plugins and 404s included.
+await app.register(fastifyPortcullis, { chain: await exampleChain() });
+
+app.get("/public/hello", async () => ({ message: "hello, whoever you are" }));
+app.get("/me", async (request) => {
+  const me = mustAuthentication(request);
+  return { name: me.name, authorities: me.authorities };
+});
+app.get("/staff/reports", async (request) => ({
+  area: "staff",
+  name: mustAuthentication(request).name,
+}));
+app.post("/notes", async (request, reply) =>
+  reply.code(201).send({ by: mustAuthentication(request).name, note: request.body }),
+);
+
+// A literal role guard on one encapsulated plugin, next to the routes it guards.
+await app.register(
+  async (admin) => {
+    admin.addHook("onRequest", fastifyHook(requireRole("ADMIN")));
+    admin.get("/panel", async (request) => ({
+      area: "admin",
+      name: mustAuthentication(request).name,
+    }));
+  },
+  { prefix: "/admin" },
+);
+
+const port = Number(process.env.PORT ?? 3000);
+await app.listen({ port, host: "127.0.0.1" });
+banner("Fastify", `http://127.0.0.1:${port}`);

@@ -1,0 +1,3 @@
+export function GET(): Response {
+  return Response.json({ message: "hello, whoever you are" });
+}

@@ -1,0 +1,32 @@
+import { authz, basicAuth, createPasswordEncoder, newChain, securityHeaders } from "portcullis";
+import { demoUsers } from "../../shared/accounts.ts";
+
+const { match, routes } = authz;
+const encoder = createPasswordEncoder();
+const users = demoUsers(encoder); // hashed once, on first use of this module
+
+/**
+ * One chain for the proxy and for route handlers. They are bundled apart, so
+ * each gets its own instance: keep state (sessions, rate limits) in a shared
+ * store such as portcullis/stores/redis. Demo accounts only: see the README.
+ */
+export const chain = newChain({
+  headers: securityHeaders(),
+  authentication: basicAuth({
+    required: false,
+    findUser: async (name) => {
+      const user = (await users).get(name);
+      return user && { name, authorities: user.authorities, password: user.passwordHash };
+    },
+    verifyPassword: (presented, stored) => encoder.verify(presented, stored),
+  }),
+  authorization: routes(
+    [
+      match("GET", "/public/**").permitAll(),
+      match("/admin/**").hasRole("ADMIN"),
+      match("/api/**").authenticated(),
+      // Anything else, pages without a route included, is denied.
+    ],
+    { hierarchy: "ADMIN > STAFF > USER" },
+  ),
+});

@@ -1,0 +1,75 @@
+import {
+  authz,
+  basicAuth,
+  type Chain,
+  createPasswordEncoder,
+  csrf,
+  login,
+  newChain,
+  rateLimit,
+  securityHeaders,
+  sessions,
+} from "portcullis";
+import { demoUsers } from "./accounts.ts";
+
+const { match, routes } = authz;
+
+/** The role hierarchy of the examples. */
+export const HIERARCHY = "ADMIN > STAFF > USER";
+
+/**
+ * The security chain every framework example mounts first. Demo accounts only
+ * (alice / sam / ada, see the README): their passwords are public.
+ */
+export async function exampleChain(): Promise<Chain> {
+  const encoder = createPasswordEncoder();
+  const users = await demoUsers(encoder);
+  return newChain({
+    headers: securityHeaders(),
+    rateLimit: rateLimit({
+      rules: [{ name: "login", match: "/login", methods: ["POST"], limit: 10, windowMs: 60_000 }],
+    }),
+    // Secure is off only because the examples serve plain HTTP on localhost.
+    session: sessions({ secure: false }),
+    // API clients may use HTTP Basic; without credentials a request goes on as anonymous.
+    authentication: basicAuth({
+      required: false,
+      findUser: (name) => {
+        const user = users.get(name);
+        return user && { name, authorities: user.authorities, password: user.passwordHash };
+      },
+      verifyPassword: (presented, stored) => encoder.verify(presented, stored),
+    }),
+    csrf: csrf(),
+    login: login({ findUser: (name) => users.get(name), passwordEncoder: encoder }),
+    authorization: routes(
+      [
+        match("GET", "/public/**").permitAll(),
+        match("GET", "/me").authenticated(),
+        match("GET", "/staff/**").hasRole("STAFF"),
+        match("/admin/**").authenticated(), // the route group's own guard asks for ADMIN
+        match("POST", "/notes").authenticated(),
+        // Anything else, paths without a route included, is denied.
+      ],
+      { hierarchy: HIERARCHY },
+    ),
+  });
+}
+
+/** What each example prints once it listens. */
+export function banner(framework: string, url: string): void {
+  console.log(`Portcullis on ${framework}: ${url}`);
+  console.log(
+    "!! DEMO ACCOUNTS, FOR LOCAL USE ONLY: alice / demo-alice, sam / demo-sam, ada / demo-ada !!",
+  );
+  console.log(`  curl ${url}/public/hello                      # 200, anyone`);
+  console.log(`  curl ${url}/nothing/here                      # 401, unmatched paths are denied`);
+  console.log(`  curl -u sam:demo-sam ${url}/staff/reports     # 200, STAFF by the chain's rule`);
+  console.log(`  curl -u ada:demo-ada ${url}/staff/reports     # 200, ADMIN > STAFF`);
+  console.log(
+    `  curl -u sam:demo-sam ${url}/admin/panel       # 403, the route's literal ADMIN guard`,
+  );
+  console.log(
+    `  curl -u alice:demo-alice -H 'content-type: application/json' -d '{"text":"hi"}' ${url}/notes`,
+  );
+}

@@ -1,0 +1,72 @@
+import express from "express";
+import { afterEach, describe, expect, it } from "vitest";
+import { routes } from "../../authz/routes.ts";
+import { anyRequest, match } from "../../authz/rules.ts";
+import { newChain } from "../../chain/new-chain.ts";
+import {
+  bindAuthentication,
+  createAuthentication,
+  mustAuthentication,
+} from "../../core/authentication.ts";
+import type { Middleware } from "../../core/handler.ts";
+import { serveListener, type TestServer } from "../node/testing/server.ts";
+import { expressMiddleware } from "./index.ts";
+
+let served: TestServer | undefined;
+afterEach(async () => {
+  await served?.close();
+  served = undefined;
+});
+
+const signIn: Middleware =
+  (next) =>
+  async (request, ...rest) => {
+    if (request.headers.get("x-user") === "uma")
+      bindAuthentication(request, createAuthentication("uma", ["USER"]));
+    return next(request, ...rest);
+  };
+
+describe("expressMiddleware", () => {
+  it("decides on req.originalUrl when mounted under a path", async () => {
+    const chain = newChain({
+      authentication: signIn,
+      authorization: routes([match("/api/admin/**").denyAll(), anyRequest().permitAll()]),
+    });
+    const app = express();
+    // Mounted at /api, Express strips the prefix from req.url; the chain must still see /api/admin.
+    app.use("/api", expressMiddleware(chain));
+    app.get("/api/admin/x", (_req, res) => res.send("admin"));
+    served = await serveListener(app);
+    expect((await fetch(`${served.url}/api/admin/x`)).status).toBe(401);
+  });
+
+  it("calls next exactly once and lets later middleware see the principal", async () => {
+    const seen: string[] = [];
+    const app = express();
+    app.use(expressMiddleware(signIn));
+    app.use((req, _res, next) => {
+      seen.push(mustAuthentication(req).name);
+      next();
+    });
+    app.get("/", (_req, res) => res.send("ok"));
+    served = await serveListener(app);
+    await fetch(served.url, { headers: { "x-user": "uma" } });
+    expect(seen).toEqual(["uma"]);
+  });
+
+  it("answers a denied HEAD without a body and never calls next", async () => {
+    let ran = 0;
+    const deny: Middleware = () => async () => new Response("no", { status: 403 });
+    const app = express();
+    app.use(expressMiddleware(deny));
+    app.use((_req, res) => {
+      ran++;
+      res.send("ran");
+    });
+    served = await serveListener(app);
+    const response = await fetch(served.url, { method: "HEAD" });
+    expect(response.status).toBe(403);
+    expect(await response.text()).toBe("");
+    expect(ran).toBe(0);
+  });
+});

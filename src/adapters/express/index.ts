@@ -1,0 +1,46 @@
+import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Middleware } from "../../core/handler.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import { applyHeaders, writeResponse } from "../node/response.ts";
+import { type AdapterOptions, chainRunner } from "../node/run.ts";
+
+export type { AdapterOptions } from "../node/run.ts";
+
+/**
+ * Runs a Portcullis chain (or a single guard, or a scoped `authz.routes`) as
+ * Express 5 middleware. Mount the whole chain first, before routers and body
+ * parsers: `app.use(expressMiddleware(chain))`, so it covers every path,
+ * unmatched ones included.
+ *
+ * When the chain answers (a denial, a preflight, the login endpoint, a 500),
+ * that answer is written and `next` is never called. When it passes, the legs'
+ * headers are set on `res` (each `Set-Cookie` on its own) before the route
+ * runs, so the route has the last word on any header; the context is bound to
+ * `req`, so `mustAuthentication(req)` returns the principal; any body bytes the
+ * chain read are put back for `express.json()` and friends; and `next()` is
+ * called exactly once. The chain decides on `req.originalUrl`, the raw path the
+ * router routes on.
+ */
+export function expressMiddleware(
+  chain: Middleware | Chain,
+  options: AdapterOptions = {},
+): RequestHandler {
+  const run = chainRunner(chain, options);
+  return (req: Request, res: Response, next: NextFunction): void => {
+    run(req, res, req.originalUrl ?? req.url, []).then(
+      (outcome) => {
+        if (!outcome.passed) {
+          writeResponse(res, outcome.response, req.method).catch(() => res.destroy());
+          return;
+        }
+        applyHeaders(res, outcome.headers);
+        next();
+      },
+      // The runner catches everything; should it still fail, answer without going on.
+      () => {
+        if (res.headersSent) res.destroy();
+        else res.status(500).end();
+      },
+    );
+  };
+}

@@ -1,0 +1,75 @@
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestAsyncHookHandler,
+} from "fastify";
+import fastifyPlugin from "fastify-plugin";
+import type { Middleware } from "../../core/handler.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import { type AdapterOptions, chainRunner } from "../node/run.ts";
+
+export type { AdapterOptions } from "../node/run.ts";
+
+/** Options of the `fastifyPortcullis` plugin. */
+export interface FastifyPortcullisOptions extends AdapterOptions {
+  /** The security chain (`newChain({...})`) or any Portcullis middleware. Required. */
+  readonly chain: Middleware | Chain;
+}
+
+// Describe an empty pass-through body, not the route's.
+const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);
+
+/**
+ * A Fastify `onRequest` hook running a Portcullis middleware: the whole chain,
+ * or a guard for one route or one encapsulated plugin
+ * (`{ onRequest: fastifyHook(requireRole("ADMIN")) }`).
+ *
+ * When the middleware answers, that answer is sent; later request hooks and
+ * the route do not run. When it passes, the legs' headers are set with
+ * `reply.header` (each `Set-Cookie` on its own, so the route can add more), the
+ * context is bound to `request` and `request.raw` (`mustAuthentication(request)`
+ * works), and body bytes the chain read are put back for Fastify's parsers.
+ */
+export function fastifyHook(
+  chain: Middleware | Chain,
+  options: AdapterOptions = {},
+): onRequestAsyncHookHandler {
+  const run = chainRunner(chain, options);
+  return async function portcullis(request: FastifyRequest, reply: FastifyReply) {
+    const outcome = await run(request.raw, reply.raw, request.raw.url ?? "", [request]);
+    if (outcome.passed) {
+      for (const [name, value] of outcome.headers) {
+        if (name !== "set-cookie" && !BODY_HEADERS.has(name)) reply.header(name, value);
+      }
+      for (const cookie of outcome.headers.getSetCookie()) reply.header("set-cookie", cookie);
+      return;
+    }
+    const response = outcome.response;
+    reply.code(response.status);
+    for (const [name, value] of response.headers) {
+      if (name !== "set-cookie") reply.header(name, value);
+    }
+    for (const cookie of response.headers.getSetCookie()) reply.header("set-cookie", cookie);
+    if (response.body !== null && request.method === "HEAD") await response.body.cancel();
+    await reply.send(request.method === "HEAD" ? null : response.body);
+    return reply;
+  };
+}
+
+/**
+ * The whole chain as a Fastify 5 plugin:
+ * `await app.register(fastifyPortcullis, { chain })`. Wrapped with
+ * `fastify-plugin`, so its `onRequest` hook belongs to the instance it is
+ * registered on and covers every route of every child plugin, and Fastify's
+ * own 404 answers: without that, encapsulation would leave child plugins
+ * unguarded. Register it before any route or plugin.
+ */
+export const fastifyPortcullis = fastifyPlugin<FastifyPortcullisOptions>(
+  async function portcullis(fastify: FastifyInstance, options: FastifyPortcullisOptions) {
+    if (options === undefined || options.chain === undefined)
+      throw new TypeError("fastifyPortcullis needs { chain }");
+    fastify.addHook("onRequest", fastifyHook(options.chain, options));
+  },
+  { fastify: "5.x", name: "portcullis" },
+);

@@ -1,0 +1,71 @@
+import Koa from "koa";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Middleware } from "../../core/handler.ts";
+import { serveListener, type TestServer } from "../node/testing/server.ts";
+import { koaMiddleware } from "./index.ts";
+
+let served: TestServer | undefined;
+afterEach(async () => {
+  await served?.close();
+  served = undefined;
+});
+
+const decorate: Middleware =
+  (next) =>
+  async (request, ...rest) => {
+    const response = await next(request, ...rest);
+    response.headers.set("x-frame-options", "DENY");
+    response.headers.append("set-cookie", "a=1");
+    response.headers.append("set-cookie", "b=2");
+    return response;
+  };
+
+function app(...middleware: Koa.Middleware[]): Koa {
+  const koa = new Koa();
+  koa.silent = true;
+  for (const mw of middleware) koa.use(mw);
+  return koa;
+}
+
+describe("koaMiddleware", () => {
+  it("keeps the legs' headers on Koa's error answer when the downstream throws", async () => {
+    served = await serveListener(
+      app(koaMiddleware(decorate), () => {
+        throw new Error("route failed");
+      }).callback(),
+    );
+    const response = await fetch(served.url);
+    expect(response.status).toBe(500);
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+  });
+
+  it("keeps a bodiless answer's status (Koa would turn a null body into 204)", async () => {
+    const redirect: Middleware = () => async () =>
+      new Response(null, { status: 303, headers: { location: "/next" } });
+    served = await serveListener(app(koaMiddleware(redirect)).callback());
+    const response = await fetch(served.url, { redirect: "manual" });
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("/next");
+  });
+
+  it("writes the chain's streamed answer with its own content type and never calls next", async () => {
+    let ran = 0;
+    const answer: Middleware = () => async () =>
+      new Response(new Blob(["streamed"]).stream(), {
+        status: 429,
+        headers: { "content-type": "application/problem+json", "retry-after": "5" },
+      });
+    served = await serveListener(
+      app(koaMiddleware(answer), (ctx) => {
+        ran++;
+        ctx.body = "ran";
+      }).callback(),
+    );
+    const response = await fetch(served.url);
+    expect(response.status).toBe(429);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
+    expect(await response.text()).toBe("streamed");
+    expect(ran).toBe(0);
+  });
+});

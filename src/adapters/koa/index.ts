@@ -1,0 +1,79 @@
+import type { Context, Middleware as KoaMiddleware, Next } from "koa";
+import type { Middleware } from "../../core/handler.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import { applyHeaders } from "../node/response.ts";
+import { type AdapterOptions, chainRunner } from "../node/run.ts";
+
+export type { AdapterOptions } from "../node/run.ts";
+
+/**
+ * Runs a Portcullis chain (or a guard, or a scoped `authz.routes`) as Koa 3
+ * middleware. Mount the whole chain first: `app.use(koaMiddleware(chain))`.
+ *
+ * When the chain answers, its status, headers and streamed body become Koa's
+ * response and `next` is never called. When it passes, the legs' headers are
+ * set on `ctx.res` before the downstream runs (so it has the last word), the
+ * context is bound to `ctx`, `ctx.request` and `ctx.req`
+ * (`mustAuthentication(ctx)` works), body bytes the chain read are put back
+ * for whatever reads `ctx.req`, and `next` runs exactly once. Koa clears every
+ * header when a downstream middleware throws; the legs' headers are handed to
+ * Koa's error response through `error.headers`. The chain decides on
+ * `ctx.originalUrl`, the raw path the routers route on.
+ */
+export function koaMiddleware(
+  chain: Middleware | Chain,
+  options: AdapterOptions = {},
+): KoaMiddleware {
+  const run = chainRunner(chain, options);
+  return async (ctx: Context, next: Next) => {
+    const outcome = await run(ctx.req, ctx.res, ctx.originalUrl ?? ctx.req.url ?? "", [
+      ctx,
+      ctx.request,
+    ]);
+    if (!outcome.passed) {
+      respond(ctx, outcome.response);
+      return;
+    }
+    applyHeaders(ctx.res, outcome.headers);
+    try {
+      await next();
+    } catch (error) {
+      keepHeaders(error, outcome.headers);
+      throw error;
+    }
+  };
+}
+
+function respond(ctx: Context, response: Response): void {
+  // Body first: Koa turns a null body into 204 unless a status is set afterwards.
+  if (response.body === null || ctx.method === "HEAD") {
+    if (response.body !== null) response.body.cancel().catch(() => {});
+    ctx.body = null;
+  } else {
+    ctx.body = response.body;
+  }
+  ctx.status = response.status;
+  // Koa's body setter guesses a content type; the chain's own headers win.
+  for (const [name, value] of response.headers) {
+    if (name !== "set-cookie") ctx.res.setHeader(name, value);
+  }
+  for (const cookie of response.headers.getSetCookie()) ctx.res.appendHeader("set-cookie", cookie);
+}
+
+/** Koa's error response starts from `error.headers`; put the legs' headers there. */
+function keepHeaders(error: unknown, headers: Headers): void {
+  if (typeof error !== "object" || error === null || Object.isFrozen(error)) return;
+  const own = (error as { headers?: unknown }).headers;
+  const merged: Record<string, string | string[]> = {};
+  for (const [name, value] of headers) {
+    if (name !== "set-cookie" && name !== "content-length") merged[name] = value;
+  }
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 0) merged["set-cookie"] = cookies;
+  try {
+    (error as { headers?: unknown }).headers =
+      typeof own === "object" && own !== null ? { ...merged, ...(own as object) } : merged;
+  } catch {
+    // A read-only `headers`: Koa answers without the legs' headers.
+  }
+}

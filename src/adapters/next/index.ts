@@ -1,0 +1,136 @@
+import type { NextRequest } from "next/server.js";
+import type { Handler, Middleware } from "../../core/handler.ts";
+import { problemResponse } from "../../core/problem.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import { isPassThrough, passThroughResponse, toMiddleware } from "../node/pass-through.ts";
+
+/** Options of the Next.js adapters. */
+export interface NextAdapterOptions {
+  /**
+   * Told about anything the chain throws; the client gets a bare 500.
+   * Default: `console.error`.
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/** A `middleware.ts` / `proxy.ts` function. */
+export type NextMiddlewareFunction = (
+  request: NextRequest,
+  ...rest: unknown[]
+) => Promise<Response>;
+
+/** An App Router route handler (`GET`, `POST`, … in `route.ts`). */
+// biome-ignore lint/suspicious/noExplicitAny: Next passes `{ params }` typed per route.
+export type NextRouteHandler<C = any> = (
+  request: NextRequest,
+  context: C,
+) => Response | Promise<Response>;
+
+// Next's middleware protocol: these response headers steer routing (continue,
+// rewrite, redirect, request-header overrides). A leg must never set them.
+const NEXT_CONTROL = /^x-middleware-/;
+
+function safely(
+  onError: NextAdapterOptions["onError"],
+  error: unknown,
+  request: Request,
+): Response {
+  try {
+    (onError ?? ((e: unknown) => console.error("portcullis: request failed", e)))(error, request);
+  } catch {
+    // A failing logger must not turn a 500 into a crash.
+  }
+  return problemResponse(500);
+}
+
+/** The chain's own answer, without Next's control headers. */
+function asFinal(response: Response): Response {
+  let control = false;
+  for (const name of response.headers.keys()) if (NEXT_CONTROL.test(name)) control = true;
+  if (!control) return response;
+  const copy = new Response(response.body, response);
+  for (const name of [...copy.headers.keys()])
+    if (NEXT_CONTROL.test(name)) copy.headers.delete(name);
+  return copy;
+}
+
+/**
+ * The chain as Next.js middleware (`middleware.ts`) or proxy (`proxy.ts`,
+ * Next 16): `export const proxy = nextMiddleware(chain)`. It runs before
+ * Next routes anything, pages and unknown paths included.
+ *
+ * When the chain answers (a denial, a preflight, the login endpoint), that
+ * answer goes to the client and Next renders nothing. When it passes, Next
+ * goes on (the continue answer `NextResponse.next()` gives) carrying the legs'
+ * headers, each `Set-Cookie` on its own; the route's own headers win.
+ *
+ * Nothing is handed to the route through request headers, so a client cannot
+ * forge a principal. A route handler that reads the principal wraps itself in
+ * `withChain`, which runs the whole chain again in-process: a request that
+ * slips past the middleware (a spoofed `x-middleware-subrequest`,
+ * CVE-2025-29927, or a matcher gap) still meets every leg there. Route
+ * handlers wrapped with `withChain` can be left out of the matcher, so rate
+ * limits count them once.
+ */
+export function nextMiddleware(
+  chain: Middleware | Chain,
+  options: NextAdapterOptions = {},
+): NextMiddlewareFunction {
+  const mw = toMiddleware(chain);
+  return async (request, ...rest) => {
+    let passed = false;
+    const innermost: Handler = async () => {
+      if (passed) throw new Error("portcullis: next was called twice");
+      passed = true;
+      return passThroughResponse();
+    };
+    let response: Response;
+    try {
+      response = await mw(innermost)(request, ...rest);
+    } catch (error) {
+      return safely(options.onError, error, request);
+    }
+    if (!passed || !isPassThrough(response)) {
+      return response instanceof Response
+        ? asFinal(response)
+        : safely(options.onError, new TypeError("the chain answered a non-Response"), request);
+    }
+    const headers = new Headers();
+    for (const [name, value] of response.headers) {
+      if (name !== "set-cookie" && name !== "content-length" && !NEXT_CONTROL.test(name))
+        headers.set(name, value);
+    }
+    for (const cookie of response.headers.getSetCookie()) headers.append("set-cookie", cookie);
+    // What NextResponse.next() sends: this adapter imports only types from Next.
+    headers.set("x-middleware-next", "1");
+    return new Response(null, { headers });
+  };
+}
+
+/**
+ * Wraps an App Router route handler in the whole chain, run in-process on
+ * the route's own `Request`:
+ * `export const GET = withChain(chain, (request) => Response.json({ name: mustAuthentication(request).name }))`.
+ * The handler runs only when every leg passes, receives the request the
+ * chain bound the principal to, and its response (streamed as it is) gets the
+ * legs' headers and cookies, `session.save()` ones included. Skipping the
+ * middleware therefore skips nothing here.
+ */
+export function withChain<C>(
+  chain: Middleware | Chain,
+  handler: NextRouteHandler<C>,
+  options: NextAdapterOptions = {},
+): (request: NextRequest, context: C) => Promise<Response> {
+  if (typeof handler !== "function") throw new TypeError("withChain needs a route handler");
+  const mw = toMiddleware(chain);
+  return async (request, context) => {
+    const inner: Handler = async (downstream) => handler(downstream as NextRequest, context);
+    try {
+      const response = await mw(inner)(request, context);
+      if (!(response instanceof Response)) throw new TypeError("the chain answered a non-Response");
+      return asFinal(response);
+    } catch (error) {
+      return safely(options.onError, error, request);
+    }
+  };
+}

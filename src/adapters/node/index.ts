@@ -1,0 +1,130 @@
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { PEER_ADDRESS } from "../../core/client-address.ts";
+import { bindValue } from "../../core/context.ts";
+import type { FetchHandler, Middleware } from "../../core/handler.ts";
+import { problemResponse } from "../../core/problem.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import { buildRequest } from "./request.ts";
+import { applyHeaders, writeResponse } from "./response.ts";
+import { type AdapterOptions, chainRunner } from "./run.ts";
+
+export { BodyUnavailableError } from "./body.ts";
+export { applyHeaders, writeResponse } from "./response.ts";
+export {
+  type AdapterOptions,
+  type ChainOutcome,
+  type ChainRunner,
+  chainRunner,
+} from "./run.ts";
+
+/** A `node:http` request listener, sync or async. */
+export type NodeListener = (req: IncomingMessage, res: ServerResponse) => unknown;
+
+/**
+ * Wraps any `node:http` request listener (a hand-written one, or an app object
+ * such as Express's) in a Portcullis chain. The chain runs first for every
+ * request; when it answers, `listener` never runs. When it passes, the legs'
+ * headers are on `res`, the context is bound to `req` (`mustAuthentication(req)`
+ * works), the body is untouched for the listener, and `listener` runs once.
+ */
+export function nodeListener(
+  chain: Middleware | Chain,
+  listener: NodeListener,
+  options: AdapterOptions = {},
+): RequestListener {
+  if (typeof listener !== "function") throw new TypeError("nodeListener needs a request listener");
+  const run = chainRunner(chain, options);
+  const onError = options.onError ?? ((error: unknown) => console.error("portcullis:", error));
+  return (req, res) => {
+    run(req, res, req.url ?? "", [])
+      .then(async (outcome) => {
+        if (!outcome.passed) return writeResponse(res, outcome.response, req.method);
+        applyHeaders(res, outcome.headers);
+        try {
+          await listener(req, res);
+        } catch (error) {
+          onError(error, undefined);
+          failResponse(res);
+        }
+      })
+      .catch((error) => {
+        onError(error, undefined);
+        failResponse(res);
+      });
+  };
+}
+
+/** A bare 500, or a cut connection when the head is already out. */
+function failResponse(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  writeResponse(res, problemResponse(500), undefined).catch(() => res.destroy());
+}
+
+/**
+ * Serves a Fetch handler (`newHandler(app.fetch, …)`, a Hono app's `fetch`)
+ * on `node:http`: the Fetch `Request` gets the headers, the method, a lazy
+ * body and `scheme://host` plus the request target as its URL; the socket
+ * peer is bound as `PEER_ADDRESS`. The handler routes on `request.url`, so the
+ * raw path is not bound: the chain decides on the URL the handler routes on.
+ * The response body is streamed with backpressure. The handler also receives
+ * `{ incoming, outgoing }`, as with `@hono/node-server`.
+ */
+export function toNodeListener(
+  handler: FetchHandler,
+  options: Pick<AdapterOptions, "onError"> = {},
+): RequestListener {
+  if (typeof handler !== "function") throw new TypeError("toNodeListener needs a Fetch handler");
+  const onError = options.onError ?? ((error: unknown) => console.error("portcullis:", error));
+  return (req, res) => {
+    const built = buildRequest(req, req.url ?? "", false);
+    if (built === undefined) {
+      writeResponse(
+        res,
+        problemResponse(400, { detail: "The request target or host is not acceptable." }),
+        req.method,
+      ).catch(() => res.destroy());
+      return;
+    }
+    const peer = req.socket?.remoteAddress;
+    if (peer !== undefined) bindValue(built.request, PEER_ADDRESS, peer);
+    Promise.resolve()
+      .then(() => handler(built.request, { incoming: req, outgoing: res }))
+      .then(
+        (response) => writeResponse(res, response, req.method),
+        (error) => {
+          onError(error, built.request);
+          failResponse(res);
+        },
+      )
+      .finally(() => built.tap?.discard())
+      .catch(() => res.destroy());
+  };
+}
+
+export interface ServeOptions extends Pick<AdapterOptions, "onError"> {
+  /** Default `3000`; `0` picks a free port. */
+  readonly port?: number;
+  /** Default `"127.0.0.1"`: reachable from this machine only. */
+  readonly hostname?: string;
+}
+
+/** Starts a `node:http` server for a Fetch handler; resolves once it listens. */
+export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
+  const server = createServer(toNodeListener(handler, options));
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 3000, options.hostname ?? "127.0.0.1", () => {
+      server.removeListener("error", reject);
+      resolve(server);
+    });
+  });
+}

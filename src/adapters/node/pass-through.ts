@@ -1,0 +1,33 @@
+import { randomToken } from "../../core/encoding.ts";
+import type { Middleware } from "../../core/handler.ts";
+import type { Chain } from "../../middleware/chain.ts";
+
+// Web-standard only: the Next.js adapter uses this module on the edge runtime too.
+
+// Marks the innermost handler's answer. A leg that copies it (`new Response(body, response)`)
+// keeps the status text; a leg that answers on its own, even after calling next, does not.
+const PASS_THROUGH = `portcullis-pass-${randomToken(12)}`;
+
+/** The empty answer an adapter's innermost handler gives at once, for the legs to decorate. */
+export function passThroughResponse(): Response {
+  return new Response(null, { status: 200, statusText: PASS_THROUGH });
+}
+
+/** True for `passThroughResponse()` or a copy of it: the legs handed the pass back. */
+export function isPassThrough(response: unknown): response is Response {
+  return (
+    response instanceof Response &&
+    response.status === 200 &&
+    response.statusText === PASS_THROUGH &&
+    response.body === null
+  );
+}
+
+/** The middleware of a `Chain`, or the middleware itself. */
+export function toMiddleware(middleware: Middleware | Chain): Middleware {
+  if (typeof middleware === "function") return middleware;
+  const composed = (middleware as Chain | undefined)?.middleware;
+  if (typeof composed !== "function")
+    throw new TypeError("expected a Portcullis middleware or Chain");
+  return composed;
+}

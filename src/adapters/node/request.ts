@@ -1,0 +1,107 @@
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { TLSSocket } from "node:tls";
+import { BodyTap } from "./body.ts";
+
+// A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port: nothing that
+// could end the authority early (`/`, `?`, `#`, `@`, `\`) or smuggle in a second one.
+const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/** Host used when an HTTP/1.0 client sends none; never taken from the request. */
+const DEFAULT_HOST = "localhost";
+
+export interface BuiltRequest {
+  readonly request: Request;
+  /** The body view the chain reads; `undefined` when the request has no body. */
+  readonly tap: BodyTap | undefined;
+  /** The request target's path: up to the first `?` or `#`, as sent. */
+  readonly rawPath: string;
+}
+
+/**
+ * Splits an origin-form request target into its path (what routers route on:
+ * everything before `?` or `#`) and the rest. `undefined` for other forms
+ * (`http://host/x`, `*`): routers read those differently, so they are refused.
+ */
+export function splitTarget(target: string): { path: string; rest: string } | undefined {
+  if (target.charCodeAt(0) !== 0x2f) return undefined;
+  let end = target.length;
+  for (let i = 1; i < target.length; i++) {
+    const code = target.charCodeAt(i);
+    if (code === 0x3f || code === 0x23) {
+      end = i;
+      break;
+    }
+  }
+  return { path: target.slice(0, end), rest: target.slice(end) };
+}
+
+/** True when `host` is a plain host[:port], safe to put between `scheme://` and a path. */
+export function isValidHost(host: string): boolean {
+  return host.length <= 261 && HOST.test(host);
+}
+
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  if (headers["transfer-encoding"] !== undefined) return true;
+  const length = headers["content-length"];
+  return length !== undefined && length !== "0";
+}
+
+/** Header values as Fetch takes them: Node joins duplicates already, except `set-cookie`. */
+function fetchHeaders(headers: IncomingHttpHeaders): HeadersInit {
+  for (const name in headers) {
+    if (typeof headers[name] !== "string" || name.charCodeAt(0) === 0x3a)
+      return slowHeaders(headers);
+  }
+  return headers as Record<string, string>;
+}
+
+function slowHeaders(headers: IncomingHttpHeaders): [string, string][] {
+  const pairs: [string, string][] = [];
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 0x3a) continue; // HTTP/2 pseudo-headers
+    const value = headers[name];
+    if (typeof value === "string") pairs.push([name, value]);
+    else if (Array.isArray(value)) for (const item of value) pairs.push([name, item]);
+  }
+  return pairs;
+}
+
+/**
+ * Builds a Fetch `Request` from a Node request: the headers the framework sees
+ * (`message.headers`), the method as sent, and a lazy body. The URL is
+ * `scheme://host` plus the request target, joined as strings: parsing the
+ * target against a base would turn a path such as `//evil.example/x` into a
+ * host. `undefined` when the Host header or the target cannot be used safely,
+ * or Fetch refuses the method (`TRACE`, `CONNECT`).
+ *
+ * @param target the request target as the framework routes on it
+ *   (Express `req.originalUrl`, Koa `ctx.originalUrl`, `req.url`)
+ * @param record keep the bytes the chain reads, so they can be put back
+ */
+export function buildRequest(
+  message: IncomingMessage,
+  target: string,
+  record = true,
+): BuiltRequest | undefined {
+  const split = splitTarget(target);
+  if (split === undefined) return undefined;
+  const host = message.headers.host ?? DEFAULT_HOST;
+  if (!isValidHost(host)) return undefined;
+  const scheme = (message.socket as TLSSocket | null)?.encrypted === true ? "https" : "http";
+  const method = message.method ?? "GET";
+  let tap: BodyTap | undefined;
+  const init: RequestInit & { duplex?: "half" } = {
+    method,
+    headers: fetchHeaders(message.headers),
+  };
+  if (method !== "GET" && method !== "HEAD" && hasBody(message.headers)) {
+    tap = new BodyTap(message, record);
+    init.body = tap.stream();
+    init.duplex = "half";
+  }
+  try {
+    return { request: new Request(`${scheme}://${host}${target}`, init), tap, rawPath: split.path };
+  } catch {
+    return undefined;
+  }
+}

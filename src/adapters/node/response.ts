@@ -1,0 +1,199 @@
+import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { ResponseOutbox } from "../../core/outbox.ts";
+
+/** Headers of a pass-through answer that describe its (empty) body, not the route's. */
+const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);
+
+/**
+ * Copies `headers` onto a Node response: each `Set-Cookie` appended on its own
+ * (never joined: a joined list is one broken cookie), every other header set,
+ * replacing a value an earlier middleware set. `skip` names headers to leave out.
+ */
+export function applyHeaders(
+  res: ServerResponse,
+  headers: Headers,
+  skip?: (name: string) => boolean,
+): void {
+  for (const [name, value] of headers) {
+    if (name === "set-cookie" || BODY_HEADERS.has(name) || skip?.(name)) continue;
+    res.setHeader(name, value);
+  }
+  for (const cookie of headers.getSetCookie()) res.appendHeader("set-cookie", cookie);
+}
+
+/**
+ * Writes a Fetch `Response` to a Node response: status, headers, then the body
+ * streamed chunk by chunk, waiting for `'drain'` when the socket is full. A
+ * client that goes away cancels the body.
+ */
+export async function writeResponse(
+  res: ServerResponse,
+  response: Response,
+  method: string | undefined,
+): Promise<void> {
+  res.statusCode = response.status;
+  if (response.statusText !== "") res.statusMessage = response.statusText;
+  applyHeadersOf(res, response);
+  const body = response.body;
+  if (body === null || method === "HEAD") {
+    if (body !== null) await body.cancel().catch(() => {});
+    res.end();
+    return;
+  }
+  await pipeBody(res, body);
+}
+
+/** Every header of the chain's own answer, its body headers included. */
+function applyHeadersOf(res: ServerResponse, response: Response): void {
+  for (const [name, value] of response.headers) {
+    if (name !== "set-cookie") res.setHeader(name, value);
+  }
+  for (const cookie of response.headers.getSetCookie()) res.appendHeader("set-cookie", cookie);
+}
+
+/** Streams a Web body into `res`, respecting backpressure; ends `res` when done. */
+export async function pipeBody(
+  res: ServerResponse,
+  body: ReadableStream<Uint8Array>,
+): Promise<void> {
+  const reader = body.getReader();
+  let closed = false;
+  let wake: (() => void) | undefined;
+  const onClose = () => {
+    closed = true;
+    wake?.();
+  };
+  const onDrain = () => wake?.();
+  res.on("close", onClose);
+  res.on("drain", onDrain);
+  try {
+    for (;;) {
+      if (closed || res.destroyed) {
+        await reader.cancel().catch(() => {});
+        return;
+      }
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value) && !closed) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+      }
+    }
+    res.end();
+  } catch {
+    // A body that fails half-way cannot be answered any more: cut the connection.
+    res.destroy();
+    await reader.cancel().catch(() => {});
+  } finally {
+    res.removeListener("close", onClose);
+    res.removeListener("drain", onDrain);
+    reader.releaseLock();
+  }
+}
+
+const draining = new WeakSet<ServerResponse>();
+
+/**
+ * Makes `res` pick up response headers a leg queued after the chain returned
+ * (a `session.save()` inside the route): they are taken from the request's
+ * `outbox` when the head is written. Node's implicit head (`res.end()`
+ * without `writeHead`) goes through `writeHead` as well. Installed once per
+ * response; the wrapper is never removed, so wrappers added later keep working.
+ */
+export function drainOutboxOnHead(res: ServerResponse, outbox: ResponseOutbox): void {
+  if (draining.has(res)) return;
+  draining.add(res);
+  const writeHead = res.writeHead;
+  let fired = false;
+  const wrapped = function (this: ServerResponse, ...args: unknown[]) {
+    const status = args[0];
+    if (!fired && !(typeof status === "number" && status < 200)) {
+      fired = true;
+      if (!outbox.empty) {
+        const late = new Headers();
+        outbox.drainInto(late);
+        mergeLateHeaders(res, args, late);
+      }
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  };
+  res.writeHead = wrapped as ServerResponse["writeHead"];
+}
+
+/**
+ * Adds `late` to a response about to write its head. Headers passed to
+ * `writeHead` replace those set on `res`, so a name the call passes is merged
+ * into the call's headers; any other goes on `res`.
+ */
+export function mergeLateHeaders(res: ServerResponse, args: unknown[], late: Headers): void {
+  const index = typeof args[1] === "string" ? 2 : 1;
+  const given = args[index];
+  const cookies = late.getSetCookie();
+  if (Array.isArray(given)) {
+    const copy = [...given] as unknown[];
+    const nested = copy.length > 0 && Array.isArray(copy[0]);
+    const names = new Set<string>();
+    if (nested)
+      for (const pair of copy as [string, unknown][]) names.add(String(pair[0]).toLowerCase());
+    else for (let i = 0; i < copy.length; i += 2) names.add(String(copy[i]).toLowerCase());
+    const add = (name: string, value: string) => {
+      if (nested) copy.push([name, value]);
+      else copy.push(name, value);
+    };
+    for (const cookie of cookies) {
+      if (names.has("set-cookie")) add("set-cookie", cookie);
+      else res.appendHeader("set-cookie", cookie);
+    }
+    for (const [name, value] of late) {
+      if (name === "set-cookie") continue;
+      if (names.has(name)) {
+        // Replace every occurrence: the outbox's value (no-store) must win.
+        removePairs(copy, nested, name);
+        add(name, value);
+      } else {
+        res.setHeader(name, value);
+      }
+    }
+    args[index] = copy;
+    return;
+  }
+  if (given !== null && typeof given === "object") {
+    const copy: OutgoingHttpHeaders = { ...(given as OutgoingHttpHeaders) };
+    const keyOf = (name: string) => Object.keys(copy).find((k) => k.toLowerCase() === name);
+    const cookieKey = keyOf("set-cookie");
+    if (cookies.length > 0) {
+      if (cookieKey === undefined)
+        for (const cookie of cookies) res.appendHeader("set-cookie", cookie);
+      else copy[cookieKey] = [...toList(copy[cookieKey]), ...cookies];
+    }
+    for (const [name, value] of late) {
+      if (name === "set-cookie") continue;
+      const key = keyOf(name);
+      if (key === undefined) res.setHeader(name, value);
+      else copy[key] = value;
+    }
+    args[index] = copy;
+    return;
+  }
+  for (const cookie of cookies) res.appendHeader("set-cookie", cookie);
+  for (const [name, value] of late) if (name !== "set-cookie") res.setHeader(name, value);
+}
+
+function toList(value: OutgoingHttpHeaders[string]): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value.map(String) : [String(value)];
+}
+
+function removePairs(list: unknown[], nested: boolean, name: string): void {
+  if (nested) {
+    for (let i = list.length - 1; i >= 0; i--) {
+      if (String((list[i] as [string])[0]).toLowerCase() === name) list.splice(i, 1);
+    }
+  } else {
+    for (let i = list.length - 2; i >= 0; i -= 2) {
+      if (String(list[i]).toLowerCase() === name) list.splice(i, 2);
+    }
+  }
+}

@@ -1,0 +1,163 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { PEER_ADDRESS } from "../../core/client-address.ts";
+import { bindContext, bindValue, boundContext, contextFrom } from "../../core/context.ts";
+import type { Handler, Middleware } from "../../core/handler.ts";
+import { outboxOf } from "../../core/outbox.ts";
+import { RAW_PATH } from "../../core/path.ts";
+import { problemResponse } from "../../core/problem.ts";
+import type { Chain } from "../../middleware/chain.ts";
+import type { BodyTap } from "./body.ts";
+import { isPassThrough, passThroughResponse, toMiddleware } from "./pass-through.ts";
+import { buildRequest } from "./request.ts";
+import { drainOutboxOnHead } from "./response.ts";
+
+/** Options every Node framework adapter takes. */
+export interface AdapterOptions {
+  /**
+   * Told about anything the chain (or the adapter) throws; the client gets a
+   * bare 500 and the framework's handler does not run. Default: `console.error`.
+   */
+  readonly onError?: (error: unknown, request: Request | undefined) => void;
+}
+
+/** What the chain decided for one request. */
+export type ChainOutcome =
+  | {
+      /** Every leg called `next`: the framework goes on. */
+      readonly passed: true;
+      /** Headers the legs added, to copy onto the framework's response. */
+      readonly headers: Headers;
+      /** The request the innermost leg handed on; its context is bound to the native objects. */
+      readonly request: Request;
+    }
+  | {
+      /** A leg answered (a denial, a preflight, the login endpoint, a 500). */
+      readonly passed: false;
+      /** The answer to write; the framework must not go on. */
+      readonly response: Response;
+    };
+
+/** Runs the chain for one native request; see `chainRunner`. */
+export type ChainRunner = (
+  message: IncomingMessage,
+  res: ServerResponse,
+  target: string,
+  bindTo: readonly object[],
+) => Promise<ChainOutcome>;
+
+function defaultOnError(error: unknown): void {
+  console.error("portcullis: request failed", error);
+}
+
+/**
+ * The engine of the Node adapters. For each request it builds a Fetch
+ * `Request` (headers, the raw target's path bound as `RAW_PATH`, the socket
+ * peer as `PEER_ADDRESS`, a lazy body) and runs the chain down to an innermost
+ * handler that records the pass and answers at once with an empty
+ * pass-through response, which the legs decorate.
+ *
+ * - passed (the innermost handler ran and the legs handed its answer back):
+ *   the body bytes the chain read are put back, the context is bound to the
+ *   native request and to `bindTo`, late headers (`session.save()` in a route)
+ *   are drained when the head is written, and `headers` says what to copy.
+ *   The route runs after the copy, so it has the last word on every header.
+ * - otherwise: `response` is the chain's answer and the framework must stop.
+ *
+ * The decision rests on the pass flag and that answer only, never on the
+ * native response's status or `headersSent`. A throw anywhere ends in a bare
+ * 500 answer, never in the framework going on.
+ *
+ * A context already bound to `message` (an adapter further out ran the chain)
+ * is carried in, so per-route guards see the principal.
+ */
+export function chainRunner(
+  middleware: Middleware | Chain,
+  options: AdapterOptions = {},
+): ChainRunner {
+  const mw = toMiddleware(middleware);
+  const onError = options.onError ?? defaultOnError;
+  const fail = (error: unknown, request: Request | undefined): ChainOutcome => {
+    try {
+      onError(error, request);
+    } catch {
+      // A failing logger must not turn a 500 into a crash.
+    }
+    return { passed: false, response: problemResponse(500) };
+  };
+
+  return async (message, res, target, bindTo) => {
+    let built: ReturnType<typeof buildRequest>;
+    try {
+      built = buildRequest(message, target);
+    } catch (error) {
+      return fail(error, undefined);
+    }
+    if (built === undefined) {
+      return {
+        passed: false,
+        response: problemResponse(400, { detail: "The request target or host is not acceptable." }),
+      };
+    }
+    const { request, tap } = built;
+    const seed = boundContext(message);
+    if (seed !== undefined) {
+      bindContext(request, seed);
+    } else {
+      bindValue(request, RAW_PATH, built.rawPath);
+      const peer = message.socket?.remoteAddress;
+      if (peer !== undefined) bindValue(request, PEER_ADDRESS, peer);
+    }
+    // Made before the chain runs, so a leg that queues a header once the route runs
+    // (`session.save()`) finds this one rather than binding a new one nobody drains.
+    const outbox = outboxOf(request);
+
+    let passedWith: Request | undefined;
+    const innermost: Handler = async (downstream) => {
+      if (passedWith !== undefined) throw new Error("portcullis: next was called twice");
+      passedWith = downstream;
+      return passThroughResponse();
+    };
+
+    let response: Response;
+    try {
+      response = await mw(innermost)(request, { incoming: message, outgoing: res });
+    } catch (error) {
+      tap?.discard();
+      return fail(error, request);
+    }
+
+    if (passedWith !== undefined && isPassThrough(response)) {
+      try {
+        tap?.restore();
+      } catch (error) {
+        tap?.discard();
+        return fail(error, request);
+      }
+      if (tap?.touched) dumpUnreadBodyOnFinish(message, res);
+      const context = contextFrom(passedWith);
+      bindContext(message, context);
+      for (const target of bindTo) bindContext(target, context);
+      drainOutboxOnHead(res, outbox);
+      return { passed: true, headers: response.headers, request: passedWith };
+    }
+
+    tap?.discard();
+    if (!(response instanceof Response))
+      return fail(new TypeError("the chain answered a non-Response"), request);
+    return { passed: false, response: outbox.drainIntoResponse(response) };
+  };
+}
+
+/**
+ * Node drains a body nobody read once the response is done, unless someone
+ * started reading it; the chain did. Do what Node would have done, so a
+ * kept-alive connection is not left stuck behind an unread body.
+ */
+function dumpUnreadBodyOnFinish(message: IncomingMessage, res: ServerResponse): void {
+  res.once("finish", () => {
+    if (!message.readableEnded && !message.destroyed && message.readableFlowing === null)
+      message.resume();
+  });
+}
+
+export type { BodyTap };

@@ -1,0 +1,4 @@
+import { startFastify } from "./apps/fastify.ts";
+import { adapterSuite } from "./suite.ts";
+
+adapterSuite({ name: "Fastify", start: startFastify, routesOnRawPath: true });
