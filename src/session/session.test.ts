@@ -14,7 +14,7 @@ import {
   SECURE_COOKIE,
   testApp,
 } from "../testing/session-app.ts";
-import { MemorySessionStore, type SessionStore, sessionFrom, sessions } from "./index.ts";
+import { MemorySessionStore, Session, type SessionStore, sessionFrom, sessions } from "./index.ts";
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -544,5 +544,39 @@ describe("session data", () => {
     const home = await client.fetch("/");
     await expect(home.json()).resolves.toEqual({ name: "ada", authorities: ["ADMIN"] });
     expect((await client.fetch("/admin/panel")).status).toBe(200);
+  });
+});
+
+describe("shared principals", () => {
+  const runtime = {
+    store: new MemorySessionStore(),
+    now: () => 0,
+    idleTimeoutMs: 1000,
+    absoluteTimeoutMs: 1000,
+    setCookie: () => {},
+  };
+  const record = (name: string, authorities: string[]) => ({
+    data: {},
+    createdAt: 0,
+    lastAccessAt: 0,
+    principal: { name, authorities },
+  });
+
+  it("never hands one user's principal to another whose name and authorities read alike when joined", () => {
+    const first = new Session(runtime, "a".repeat(43), record("a\u0000ADMIN", ["USER"]))
+      .authentication;
+    const second = new Session(runtime, "b".repeat(43), record("a", ["ADMIN", "USER"]))
+      .authentication;
+    expect(first?.name).toBe("a\u0000ADMIN");
+    expect(first?.authorities).toEqual(["USER"]);
+    expect(second?.name).toBe("a");
+    expect(second?.authorities).toEqual(["ADMIN", "USER"]);
+  });
+
+  it("reuses one frozen principal for the same user across requests", () => {
+    const one = new Session(runtime, "c".repeat(43), record("ada", ["ADMIN"])).authentication;
+    const two = new Session(runtime, "d".repeat(43), record("ada", ["ADMIN"])).authentication;
+    expect(one).toBe(two);
+    expect(Object.isFrozen(one)).toBe(true);
   });
 });

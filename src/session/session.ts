@@ -68,7 +68,7 @@ export class Session {
   /** The principal signed in to this session, if any. */
   get authentication(): Authentication | undefined {
     if (this.#principal === undefined) return undefined;
-    this.#authentication ??= createAuthentication(
+    this.#authentication ??= sharedAuthentication(
       this.#principal.name,
       this.#principal.authorities,
     );
@@ -163,6 +163,25 @@ export class Session {
   #assertLive(): void {
     if (this.#destroyed) throw new PortcullisError("this session was destroyed");
   }
+}
+
+// Principals are frozen, so one object can serve every request of the same
+// user: it saves an allocation per request and lets per-principal caches (the
+// role hierarchy's) hit. Bounded: past the limit the oldest entry goes.
+const PRINCIPAL_CACHE_SIZE = 1000;
+const principals = new Map<string, Authentication>();
+
+function sharedAuthentication(name: string, authorities: readonly string[]): Authentication {
+  // JSON keeps the key unambiguous whatever characters a name holds.
+  const key = JSON.stringify([name, authorities]);
+  let auth = principals.get(key);
+  if (auth === undefined) {
+    auth = createAuthentication(name, authorities);
+    principals.set(key, auth);
+    if (principals.size > PRINCIPAL_CACHE_SIZE)
+      principals.delete(principals.keys().next().value as string);
+  }
+  return auth;
 }
 
 /** Where the session leg keeps the request's `Session`. */
