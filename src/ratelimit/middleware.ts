@@ -11,6 +11,7 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
+import { withHeaders } from "../core/response.ts";
 import {
   ALGORITHMS,
   type RateLimitAlgorithm,
@@ -318,19 +319,7 @@ function setFields(target: Headers, counted: readonly Counted[], now: number): v
 function decorate(response: Response, counted: readonly Counted[], now: number): Response {
   if (response.headers.has("ratelimit") && response.headers.has("ratelimit-policy"))
     return response;
-  try {
-    setFields(response.headers, counted, now);
-    return response;
-  } catch {
-    try {
-      const copy = new Response(response.body, response);
-      setFields(copy.headers, counted, now);
-      return copy;
-    } catch {
-      // Statuses a Response cannot be built with (101, opaque errors): pass it on undecorated.
-      return response;
-    }
-  }
+  return withHeaders(response, (headers) => setFields(headers, counted, now));
 }
 
 function isDecision(value: unknown): value is RateLimitDecision {
