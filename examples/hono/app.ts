@@ -20,36 +20,11 @@ import {
   sessions,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
+import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
 
 const { match, routes } = authz;
 
-/** A demo account: for local use only, its password is public. */
-export interface DemoAccount {
-  readonly name: string;
-  readonly authorities: readonly string[];
-  readonly password: string;
-}
-
-/** Demo accounts; override the passwords with PORTCULLIS_DEMO_<NAME>_PASSWORD. Never deploy them. */
-export function demoAccounts(env: Record<string, string | undefined> = process.env): DemoAccount[] {
-  return [
-    {
-      name: "alice",
-      authorities: ["USER"],
-      password: env.PORTCULLIS_DEMO_ALICE_PASSWORD ?? "demo-alice",
-    },
-    {
-      name: "sam",
-      authorities: ["STAFF"],
-      password: env.PORTCULLIS_DEMO_SAM_PASSWORD ?? "demo-sam",
-    },
-    {
-      name: "ada",
-      authorities: ["ADMIN"],
-      password: env.PORTCULLIS_DEMO_ADA_PASSWORD ?? "demo-ada",
-    },
-  ];
-}
+export { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
 
 export interface ExampleOptions {
   readonly accounts?: readonly DemoAccount[];

@@ -1,10 +1,17 @@
 import { createPasswordEncoder, type LoginUser, type PasswordEncoder } from "portcullis";
 
+/** A demo account: for local use only, its password is public. */
+export interface DemoAccount {
+  readonly name: string;
+  readonly authorities: readonly string[];
+  readonly password: string;
+}
+
 /**
  * The demo accounts of the examples: for local use only, their passwords are
- * public. Override them with PORTCULLIS_DEMO_<NAME>_PASSWORD.
+ * public. Override them with PORTCULLIS_DEMO_<NAME>_PASSWORD; never deploy them.
  */
-export function demoLogins(env: Record<string, string | undefined> = process.env) {
+export function demoAccounts(env: Record<string, string | undefined> = process.env): DemoAccount[] {
   return [
     {
       name: "alice",
@@ -29,7 +36,7 @@ export async function demoUsers(
   encoder: PasswordEncoder = createPasswordEncoder(),
 ): Promise<Map<string, LoginUser>> {
   const users = new Map<string, LoginUser>();
-  for (const { name, authorities, password } of demoLogins()) {
+  for (const { name, authorities, password } of demoAccounts()) {
     users.set(name, { name, authorities, passwordHash: await encoder.hash(password) });
   }
   return users;
