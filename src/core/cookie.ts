@@ -12,6 +12,7 @@ const COOKIE_VALUE = /^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*$/;
  */
 export function readCookie(header: string | null, name: string): string | undefined {
   if (header === null || header.length > MAX_COOKIE_HEADER_LENGTH) return undefined;
+  if (!header.includes(name)) return undefined; // most requests: the cookie is not there at all
   for (const pair of header.split(";")) {
     const eq = pair.indexOf("=");
     if (eq < 0) continue;

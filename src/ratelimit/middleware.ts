@@ -195,15 +195,22 @@ export function rateLimit(options: RateLimitOptions): Middleware {
         resolved ??= addressKey(request);
         return resolved;
       };
-      const settled = await Promise.allSettled(
-        applicable.map(async (rule) => {
-          const key = await keyFor(rule, request, address);
-          const decision = await store.hit(key, rule.policy, now);
-          if (!isDecision(decision))
-            throw new TypeError("rate-limit store answered malformed data");
-          return { rule, decision };
-        }),
-      );
+      const count = async (rule: CompiledRule): Promise<Counted> => {
+        const key = await keyFor(rule, request, address);
+        const decision = await store.hit(key, rule.policy, now);
+        if (!isDecision(decision)) throw new TypeError("rate-limit store answered malformed data");
+        return { rule, decision };
+      };
+      // One rule is the common case; it needs no settling of several promises.
+      const settled: PromiseSettledResult<Counted>[] =
+        applicable.length === 1
+          ? [
+              await count(applicable[0] as CompiledRule).then(
+                (value) => ({ status: "fulfilled", value }) as const,
+                (reason: unknown) => ({ status: "rejected", reason }) as const,
+              ),
+            ]
+          : await Promise.allSettled(applicable.map(count));
       const counted: Counted[] = [];
       let failed = false;
       for (const result of settled) {
