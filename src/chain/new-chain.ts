@@ -10,7 +10,7 @@ import { bindValue, contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
-import { problemResponse } from "../core/problem.ts";
+import { internalErrorResponse } from "../core/problem.ts";
 import { Chain } from "../middleware/chain.ts";
 
 /**
@@ -101,8 +101,7 @@ export function newChain(options: SecurityOptions): Chain {
     if (typeof leg !== "function")
       throw new InvalidOptionsError("option authentication takes middleware");
   }
-  const onError =
-    options.onError ?? ((error: unknown) => console.error("portcullis: request failed", error));
+  const onError = options.onError;
 
   checkClientAddressOptions(options);
   if (options.clientAddress !== undefined && typeof options.clientAddress !== "function") {
@@ -157,12 +156,12 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
         }
         return await next(request, ...rest);
       } catch (error) {
-        return failed(onError, error, request);
+        return internalErrorResponse(onError, error, request);
       }
     };
 }
 
-type ErrorListener = (error: unknown, request: Request) => void;
+type ErrorListener = SecurityOptions["onError"];
 
 function errorBoundary(onError: ErrorListener): Middleware {
   return (next) =>
@@ -170,16 +169,7 @@ function errorBoundary(onError: ErrorListener): Middleware {
       try {
         return await next(request, ...rest);
       } catch (error) {
-        return failed(onError, error, request);
+        return internalErrorResponse(onError, error, request);
       }
     };
-}
-
-function failed(onError: ErrorListener, error: unknown, request: Request): Response {
-  try {
-    onError(error, request);
-  } catch {
-    // A failing logger must not turn a 500 into a crash.
-  }
-  return problemResponse(500);
 }

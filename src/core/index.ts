@@ -67,6 +67,11 @@ export {
   RAW_PATH,
   refusedPathResponse,
 } from "./path.ts";
-export { type ProblemInit, problemResponse } from "./problem.ts";
+export {
+  internalErrorResponse,
+  type ProblemInit,
+  problemResponse,
+  reportError,
+} from "./problem.ts";
 export { setIfAbsent, withHeaders } from "./response.ts";
 export { timingSafeEqual } from "./timing-safe.ts";

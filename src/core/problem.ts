@@ -33,3 +33,31 @@ export function problemResponse(status: number, init: ProblemInit = {}): Respons
   if (!headers.has("cache-control")) headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(body), { status, headers });
 }
+
+/**
+ * Tells `listener` (default: `console.error`) about an error the client only
+ * sees as a bare 500. A listener that throws changes nothing: logging must
+ * never turn a 500 into a crash or an unhandled rejection.
+ */
+export function reportError<R>(
+  listener: ((error: unknown, request: R) => void) | undefined,
+  error: unknown,
+  request: R,
+): void {
+  try {
+    if (listener === undefined) console.error("portcullis: request failed", error);
+    else listener(error, request);
+  } catch {
+    // Deliberately ignored, see above.
+  }
+}
+
+/** `reportError`, then a bare 500 problem response (no message, no stack). */
+export function internalErrorResponse<R>(
+  listener: ((error: unknown, request: R) => void) | undefined,
+  error: unknown,
+  request: R,
+): Response {
+  reportError(listener, error, request);
+  return problemResponse(500);
+}

@@ -1,6 +1,6 @@
 import type { NextRequest } from "next/server.js";
 import type { Handler, Middleware } from "../../core/handler.ts";
-import { problemResponse } from "../../core/problem.ts";
+import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "../node/pass-through.ts";
 
@@ -29,19 +29,6 @@ export type NextRouteHandler<C = any> = (
 // Next's middleware protocol: these response headers steer routing (continue,
 // rewrite, redirect, request-header overrides). A leg must never set them.
 const NEXT_CONTROL = /^x-middleware-/;
-
-function safely(
-  onError: NextAdapterOptions["onError"],
-  error: unknown,
-  request: Request,
-): Response {
-  try {
-    (onError ?? ((e: unknown) => console.error("portcullis: request failed", e)))(error, request);
-  } catch {
-    // A failing logger must not turn a 500 into a crash.
-  }
-  return problemResponse(500);
-}
 
 /** The chain's own answer, without Next's control headers. */
 function asFinal(response: Response): Response {
@@ -88,12 +75,16 @@ export function nextMiddleware(
     try {
       response = await mw(innermost)(request, ...rest);
     } catch (error) {
-      return safely(options.onError, error, request);
+      return internalErrorResponse(options.onError, error, request);
     }
     if (!passed || !isPassThrough(response)) {
       return response instanceof Response
         ? asFinal(response)
-        : safely(options.onError, new TypeError("the chain answered a non-Response"), request);
+        : internalErrorResponse(
+            options.onError,
+            new TypeError("the chain answered a non-Response"),
+            request,
+          );
     }
     const headers = new Headers();
     for (const [name, value] of response.headers) {
@@ -130,7 +121,7 @@ export function withChain<C>(
       if (!(response instanceof Response)) throw new TypeError("the chain answered a non-Response");
       return asFinal(response);
     } catch (error) {
-      return safely(options.onError, error, request);
+      return internalErrorResponse(options.onError, error, request);
     }
   };
 }

@@ -8,7 +8,7 @@ import {
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
-import { problemResponse } from "../../core/problem.ts";
+import { problemResponse, reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { buildRequest } from "./request.ts";
 import { applyHeaders, writeResponse } from "./response.ts";
@@ -40,7 +40,8 @@ export function nodeListener(
 ): RequestListener {
   if (typeof listener !== "function") throw new TypeError("nodeListener needs a request listener");
   const run = chainRunner(chain, options);
-  const onError = options.onError ?? ((error: unknown) => console.error("portcullis:", error));
+  const onError = (error: unknown, request: Request | undefined) =>
+    reportError(options.onError, error, request);
   return (req, res) => {
     run(req, res, req.url ?? "", [])
       .then(async (outcome) => {
@@ -83,7 +84,8 @@ export function toNodeListener(
   options: Pick<AdapterOptions, "onError"> = {},
 ): RequestListener {
   if (typeof handler !== "function") throw new TypeError("toNodeListener needs a Fetch handler");
-  const onError = options.onError ?? ((error: unknown) => console.error("portcullis:", error));
+  const onError = (error: unknown, request: Request | undefined) =>
+    reportError(options.onError, error, request);
   return (req, res) => {
     const built = buildRequest(req, req.url ?? "", false);
     if (built === undefined) {

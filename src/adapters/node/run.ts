@@ -4,7 +4,7 @@ import { bindContext, bindValue, boundContext, contextFrom } from "../../core/co
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { outboxOf } from "../../core/outbox.ts";
 import { RAW_PATH } from "../../core/path.ts";
-import { problemResponse } from "../../core/problem.ts";
+import { internalErrorResponse, problemResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import type { BodyTap } from "./body.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "./pass-through.ts";
@@ -45,10 +45,6 @@ export type ChainRunner = (
   bindTo: readonly object[],
 ) => Promise<ChainOutcome>;
 
-function defaultOnError(error: unknown): void {
-  console.error("portcullis: request failed", error);
-}
-
 /**
  * The engine of the Node adapters. For each request it builds a Fetch
  * `Request` (headers, the raw target's path bound as `RAW_PATH`, the socket
@@ -75,15 +71,10 @@ export function chainRunner(
   options: AdapterOptions = {},
 ): ChainRunner {
   const mw = toMiddleware(middleware);
-  const onError = options.onError ?? defaultOnError;
-  const fail = (error: unknown, request: Request | undefined): ChainOutcome => {
-    try {
-      onError(error, request);
-    } catch {
-      // A failing logger must not turn a 500 into a crash.
-    }
-    return { passed: false, response: problemResponse(500) };
-  };
+  const fail = (error: unknown, request: Request | undefined): ChainOutcome => ({
+    passed: false,
+    response: internalErrorResponse(options.onError, error, request),
+  });
 
   return async (message, res, target, bindTo) => {
     let built: ReturnType<typeof buildRequest>;
