@@ -13,16 +13,29 @@ const COOKIE_VALUE = /^[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*$/;
 export function readCookie(header: string | null, name: string): string | undefined {
   if (header === null || header.length > MAX_COOKIE_HEADER_LENGTH) return undefined;
   if (!header.includes(name)) return undefined; // most requests: the cookie is not there at all
-  for (const pair of header.split(";")) {
-    const eq = pair.indexOf("=");
-    if (eq < 0) continue;
-    if (pair.slice(0, eq).trim() !== name) continue;
-    let value = pair.slice(eq + 1).trim();
-    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
-      value = value.slice(1, -1);
-    return COOKIE_VALUE.test(value) ? value : undefined;
+  // A scan rather than split(): no array of pairs for the one value wanted.
+  for (let start = 0; start <= header.length; ) {
+    let end = header.indexOf(";", start);
+    if (end < 0) end = header.length;
+    const at = skipSpaces(header, start, end);
+    if (header.startsWith(name, at)) {
+      const eq = skipSpaces(header, at + name.length, end);
+      if (eq < end && header.charCodeAt(eq) === 61 /* = */) {
+        let value = header.slice(eq + 1, end).trim();
+        if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
+          value = value.slice(1, -1);
+        return COOKIE_VALUE.test(value) ? value : undefined;
+      }
+    }
+    start = end + 1;
   }
   return undefined;
+}
+
+function skipSpaces(text: string, from: number, end: number): number {
+  let i = from;
+  while (i < end && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i++;
+  return i;
 }
 
 export interface CookieAttributes {

@@ -158,23 +158,53 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     return network === undefined ? "u" : `a:${network}`;
   };
 
-  const keyFor = async (
+  // Synchronous unless a rule's key is a function or the key needs hashing:
+  // the common rules cost no promise.
+  const keyFor = (
     rule: CompiledRule,
     request: Request,
-    address: () => string,
-  ): Promise<string> => {
+    address: AddressKey,
+  ): string | Promise<string> => {
     let part: string;
     if (rule.key === "address") {
-      part = address();
+      part = address.get();
     } else if (rule.key === "principal") {
       const auth = authenticationFrom(request);
-      part = auth?.authenticated === true && !auth.anonymous ? `p:${auth.name}` : address();
+      part = auth?.authenticated === true && !auth.anonymous ? `p:${auth.name}` : address.get();
     } else {
-      const value = await rule.key(request);
-      part = typeof value === "string" && value !== "" ? `k:${value}` : address();
+      return customKey(rule, request, address);
     }
-    if (part.length > MAX_KEY_PART) part = `h:${await sha256Hex(part)}`;
-    return `${rule.id}:${part}`;
+    return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
+  };
+
+  const customKey = async (
+    rule: CompiledRule,
+    request: Request,
+    address: AddressKey,
+  ): Promise<string> => {
+    const value = await (rule.key as Exclude<RateLimitKey, string>)(request);
+    const part = typeof value === "string" && value !== "" ? `k:${value}` : address.get();
+    return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
+  };
+
+  const count = async (
+    rule: CompiledRule,
+    request: Request,
+    address: AddressKey,
+    now: number,
+  ): Promise<RateLimitDecision> => {
+    const key = keyFor(rule, request, address);
+    const decision = await store.hit(typeof key === "string" ? key : await key, rule.policy, now);
+    if (!isDecision(decision)) throw new TypeError("rate-limit store answered malformed data");
+    return decision;
+  };
+
+  const reportStoreError = (error: unknown, request: Request) => {
+    try {
+      onStoreError(error, request);
+    } catch {
+      // A failing logger must not change the answer.
+    }
   };
 
   return (next) =>
@@ -182,57 +212,51 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       const path = matchPath(request);
       if (path === undefined) return refusedPathResponse();
       const method = request.method.toUpperCase();
-      const applicable = rules.filter(
-        (rule) =>
-          (rule.methods === undefined || rule.methods.has(method)) &&
-          (rule.matchers === undefined || rule.matchers.some((matches) => matches(path))),
-      );
-      if (applicable.length === 0) return next(request, ...rest);
+      let applicable: CompiledRule[] | undefined;
+      for (const rule of rules) {
+        if (rule.methods !== undefined && !rule.methods.has(method)) continue;
+        if (rule.matchers !== undefined && !rule.matchers.some((matches) => matches(path)))
+          continue;
+        if (applicable === undefined) applicable = [rule];
+        else applicable.push(rule);
+      }
+      if (applicable === undefined) return next(request, ...rest);
 
       const now = clock();
-      let resolved: string | undefined;
-      const address = () => {
-        resolved ??= addressKey(request);
-        return resolved;
-      };
-      const count = async (rule: CompiledRule): Promise<Counted> => {
-        const key = await keyFor(rule, request, address);
-        const decision = await store.hit(key, rule.policy, now);
-        if (!isDecision(decision)) throw new TypeError("rate-limit store answered malformed data");
-        return { rule, decision };
-      };
-      // One rule is the common case; it needs no settling of several promises.
-      const settled: PromiseSettledResult<Counted>[] =
-        applicable.length === 1
-          ? [
-              await count(applicable[0] as CompiledRule).then(
-                (value) => ({ status: "fulfilled", value }) as const,
-                (reason: unknown) => ({ status: "rejected", reason }) as const,
-              ),
-            ]
-          : await Promise.allSettled(applicable.map(count));
+      const address = new AddressKey(request, addressKey);
       const counted: Counted[] = [];
       let failed = false;
-      for (const result of settled) {
-        if (result.status === "fulfilled") {
-          counted.push(result.value);
-          continue;
-        }
-        failed = true;
+      if (applicable.length === 1) {
+        // One rule is the common case; it needs no settling of several promises.
+        const rule = applicable[0] as CompiledRule;
         try {
-          onStoreError(result.reason, request);
-        } catch {
-          // A failing logger must not change the answer.
+          counted.push({ rule, decision: await count(rule, request, address, now) });
+        } catch (error) {
+          failed = true;
+          reportStoreError(error, request);
         }
+      } else {
+        const settled = await Promise.allSettled(
+          applicable.map((rule) => count(rule, request, address, now)),
+        );
+        settled.forEach((result, i) => {
+          if (result.status === "fulfilled") {
+            counted.push({ rule: applicable[i] as CompiledRule, decision: result.value });
+          } else {
+            failed = true;
+            reportStoreError(result.reason, request);
+          }
+        });
       }
       if (failed && !failOpen) {
         return problemResponse(503, { detail: "Rate limiting is unavailable; try again later." });
       }
 
-      const denied = counted.filter((c) => !c.decision.allowed);
-      if (denied.length > 0) {
-        let retryAt = now;
-        for (const c of denied) retryAt = Math.max(retryAt, c.decision.retryAt);
+      let retryAt: number | undefined;
+      for (const { decision } of counted) {
+        if (!decision.allowed) retryAt = Math.max(retryAt ?? now, decision.retryAt);
+      }
+      if (retryAt !== undefined) {
         const fields = new Headers({ "retry-after": String(seconds(retryAt - now, 1)) });
         if (headers) setFields(fields, counted, now);
         return problemResponse(429, { detail: "Too many requests; retry later.", headers: fields });
@@ -241,6 +265,27 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       const response = await next(request, ...rest);
       return headers && counted.length > 0 ? decorate(response, counted, now) : response;
     };
+}
+
+/** The request's address part of a key, resolved once and only if a rule asks for it. */
+class AddressKey {
+  #value: string | undefined;
+  readonly #request: Request;
+  readonly #resolve: (request: Request) => string;
+
+  constructor(request: Request, resolve: (request: Request) => string) {
+    this.#request = request;
+    this.#resolve = resolve;
+  }
+
+  get(): string {
+    this.#value ??= this.#resolve(this.#request);
+    return this.#value;
+  }
+}
+
+async function hashedKey(rule: CompiledRule, part: string): Promise<string> {
+  return `${rule.id}:h:${await sha256Hex(part)}`;
 }
 
 function compileRules(rules: readonly RateLimitRule[] | undefined): readonly CompiledRule[] {
@@ -310,22 +355,21 @@ function seconds(ms: number, min: number): number {
 }
 
 function setFields(target: Headers, counted: readonly Counted[], now: number): void {
-  if (!target.has("ratelimit-policy"))
-    target.set("ratelimit-policy", counted.map((c) => c.rule.policyItem).join(", "));
-  if (!target.has("ratelimit")) {
-    const items = counted.map(({ rule, decision }) => {
-      const until = decision.allowed ? decision.resetAt : decision.retryAt;
-      const remaining = decision.allowed ? decision.remaining : 0;
-      return `"${rule.name}";r=${remaining};t=${seconds(until - now, 0)}`;
-    });
-    target.set("ratelimit", items.join(", "));
+  let policy = "";
+  let state = "";
+  for (const { rule, decision } of counted) {
+    const until = decision.allowed ? decision.resetAt : decision.retryAt;
+    const remaining = decision.allowed ? decision.remaining : 0;
+    const separator = policy === "" ? "" : ", ";
+    policy += separator + rule.policyItem;
+    state += `${separator}"${rule.name}";r=${remaining};t=${seconds(until - now, 0)}`;
   }
+  if (!target.has("ratelimit-policy")) target.set("ratelimit-policy", policy);
+  if (!target.has("ratelimit")) target.set("ratelimit", state);
 }
 
 /** `response` with the fields; a copy sharing the body stream when its headers are immutable. */
 function decorate(response: Response, counted: readonly Counted[], now: number): Response {
-  if (response.headers.has("ratelimit") && response.headers.has("ratelimit-policy"))
-    return response;
   return withHeaders(response, (headers) => setFields(headers, counted, now));
 }
 

@@ -47,6 +47,18 @@ describe("MemoryRateLimitStore", () => {
     expect((await store.hit("x", policy, 4)).allowed).toBe(true);
   });
 
+  it("keeps a counter in use through a flood of new keys many times the bound", async () => {
+    const store = new MemoryRateLimitStore({ maxEntries: 100 });
+    const strict: RateLimitPolicy = { algorithm: "fixed-window", limit: 5, windowMs: 60_000 };
+    for (let i = 0; i < 5; i++) await store.hit("attacker", strict, 0);
+    // Between two of its requests, never more new keys than the bound holds.
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 60; i++) await store.hit(`flood-${round}-${i}`, strict, 0);
+      expect((await store.hit("attacker", strict, 0)).allowed).toBe(false);
+    }
+    expect(store.size).toBe(100);
+  });
+
   it("treats an expired counter as fresh and sweeps expired entries", async () => {
     const store = new MemoryRateLimitStore();
     for (let i = 0; i < 100; i++) await store.hit(`old-${i}`, policy, 0);
@@ -54,7 +66,7 @@ describe("MemoryRateLimitStore", () => {
     expect((await store.hit("old-0", policy, 0)).allowed).toBe(false);
     expect((await store.hit("old-0", policy, 1000)).allowed).toBe(true);
     for (let i = 0; i < 60; i++) await store.hit(`new-${i}`, policy, 1000);
-    // Each hit sweeps up to two expired entries from the least recent end.
+    // Every eighth hit checks sixteen entries at the least recent end, live ones included.
     expect(store.size).toBe(61);
   });
 

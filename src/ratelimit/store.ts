@@ -35,9 +35,15 @@ export interface MemoryRateLimitStoreOptions {
 }
 
 interface Entry {
-  readonly state: RateLimitState;
-  readonly expiresAt: number;
+  state: RateLimitState;
+  expiresAt: number;
+  /** When the entry last moved to the recent end, counted in moves. */
+  moved: number;
 }
+
+// Every this many hits, this many counters at the old end are checked and dropped if expired.
+const SWEEP_EVERY = 8;
+const SWEEP_AT_MOST = 16;
 
 /**
  * Process-local counters, bounded in entries. Each instance of an application
@@ -47,6 +53,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
   // Map order is recency order: a hit moves its key to the end, so the first key is the least recent.
   readonly #entries = new Map<string, Entry>();
   readonly #max: number;
+  #hits = 0;
+  #moves = 0;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
     this.#max = options.maxEntries ?? 10_000;
@@ -61,12 +69,27 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   async hit(key: string, policy: RateLimitPolicy, now: number): Promise<RateLimitDecision> {
     const entry = this.#entries.get(key);
-    if (entry !== undefined) this.#entries.delete(key);
     const live = entry !== undefined && entry.expiresAt > now ? entry.state : undefined;
     const result = step(live, policy, now);
-    this.#sweep(now);
-    this.#entries.set(key, { state: result.state, expiresAt: result.expiresAt });
-    while (this.#entries.size > this.#max) this.#dropOldest();
+    if (entry === undefined) {
+      this.#entries.set(key, {
+        state: result.state,
+        expiresAt: result.expiresAt,
+        moved: ++this.#moves,
+      });
+      while (this.#entries.size > this.#max) this.#dropOldest();
+    } else {
+      entry.state = result.state;
+      entry.expiresAt = result.expiresAt;
+      // Moving to the recent end costs a delete and an insert, so only an entry in the
+      // older half moves: a counter in use is moved long before it could be dropped.
+      if (this.#moves - entry.moved > this.#max / 2) {
+        this.#entries.delete(key);
+        entry.moved = ++this.#moves;
+        this.#entries.set(key, entry);
+      }
+    }
+    if (++this.#hits % SWEEP_EVERY === 0) this.#sweep(now);
     return result.decision;
   }
 
@@ -74,12 +97,14 @@ export class MemoryRateLimitStore implements RateLimitStore {
     this.#entries.delete(key);
   }
 
-  // A little cleanup per hit keeps expired counters from lingering until the bound pushes them out.
+  // A little cleanup now and then drops expired counters from the old end before the
+  // bound pushes them out. Live counters there are stepped over, not stopped at: one
+  // that was hit without moving can sit in front of expired ones.
   #sweep(now: number): void {
-    for (let i = 0; i < 2; i++) {
-      const first = this.#entries.entries().next();
-      if (first.done || first.value[1].expiresAt > now) return;
-      this.#entries.delete(first.value[0]);
+    let seen = 0;
+    for (const [key, entry] of this.#entries) {
+      if (seen++ === SWEEP_AT_MOST) return;
+      if (entry.expiresAt <= now) this.#entries.delete(key);
     }
   }
 

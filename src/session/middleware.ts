@@ -80,23 +80,24 @@ export function sessions(options: SessionOptions = {}): Middleware {
   const now = options.now ?? Date.now;
   const clearCookie = serializeCookie(cookieName, "", { ...attributes, maxAge: 0 });
 
+  const runtime: SessionRuntime = {
+    store,
+    now,
+    idleTimeoutMs,
+    absoluteTimeoutMs,
+    // The outbox is made only when a cookie is actually set: most requests set none.
+    setCookie: (request, id) =>
+      outboxOf(request).setCookie(
+        id === undefined ? clearCookie : serializeCookie(cookieName, id, attributes),
+      ),
+  };
+
   return (next) =>
     async (request, ...rest) => {
-      const runtime: SessionRuntime = {
-        store,
-        now,
-        idleTimeoutMs,
-        absoluteTimeoutMs,
-        // The outbox is made only when a cookie is actually set: most requests set none.
-        setCookie: (id) =>
-          outboxOf(request).setCookie(
-            id === undefined ? clearCookie : serializeCookie(cookieName, id, attributes),
-          ),
-      };
       const id = readCookie(request.headers.get("cookie"), cookieName);
       let session: Session;
       try {
-        session = await load(runtime, id, touchIntervalMs);
+        session = await load(runtime, request, id, touchIntervalMs);
       } catch {
         return problemResponse(503, { detail: "Sessions are unavailable." });
       }
@@ -110,33 +111,34 @@ export function sessions(options: SessionOptions = {}): Middleware {
 
 async function load(
   runtime: SessionRuntime,
+  request: Request,
   id: string | undefined,
   touchIntervalMs: number,
 ): Promise<Session> {
   // Only well-formed ids reach the store: garbage never costs a lookup.
   if (id === undefined || !SESSION_ID.test(id)) {
-    if (id !== undefined) runtime.setCookie(undefined);
-    return new Session(runtime);
+    if (id !== undefined) runtime.setCookie(request, undefined);
+    return new Session(runtime, request);
   }
   const record = await runtime.store.get(id);
   const at = runtime.now();
   if (record === undefined) {
-    runtime.setCookie(undefined);
-    return new Session(runtime);
+    runtime.setCookie(request, undefined);
+    return new Session(runtime, request);
   }
   if (
     at - record.lastAccessAt >= runtime.idleTimeoutMs ||
     at - record.createdAt >= runtime.absoluteTimeoutMs
   ) {
     await runtime.store.delete(id);
-    runtime.setCookie(undefined);
-    return new Session(runtime);
+    runtime.setCookie(request, undefined);
+    return new Session(runtime, request);
   }
   if (at - record.lastAccessAt >= touchIntervalMs) {
     const ttl = Math.min(runtime.idleTimeoutMs, record.createdAt + runtime.absoluteTimeoutMs - at);
     await runtime.store.set(id, { ...record, lastAccessAt: at }, ttl);
   }
-  return new Session(runtime, id, record);
+  return new Session(runtime, request, id, record);
 }
 
 function positive(name: string, value: number): number {

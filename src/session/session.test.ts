@@ -39,6 +39,10 @@ const sessionRouter: FetchHandler = async (request) => {
     case "/s/cart-push-unsaved":
       session.get<{ items: string[] }>("cart")?.items.push(q("item"));
       return Response.json({ ok: true });
+    case "/s/cart-push":
+      session.get<{ items: string[] }>("cart")?.items.push(q("item"));
+      await session.save();
+      return Response.json({ ok: true });
     case "/s/get":
       return Response.json({ value: session.get(q("k")) ?? null });
     case "/s/authorities": {
@@ -488,6 +492,16 @@ describe("session data", () => {
     await expect(get.json()).resolves.toEqual({ value: { items: ["first"] } });
   });
 
+  it("persists a nested value changed in place and saved, over several requests", async () => {
+    const app = await sessionApp();
+    const client = app.client();
+    await client.fetch("/s/cart");
+    expect((await client.fetch("/s/cart-push?item=second")).status).toBe(200);
+    expect((await client.fetch("/s/cart-push?item=third")).status).toBe(200);
+    const get = await client.fetch("/s/get?k=cart");
+    await expect(get.json()).resolves.toEqual({ value: { items: ["first", "second", "third"] } });
+  });
+
   it("throws on every mutating method of a destroyed session, and destroy() is idempotent", async () => {
     const app = await sessionApp();
     const client = app.client();
@@ -563,9 +577,9 @@ describe("shared principals", () => {
   });
 
   it("never hands one user's principal to another whose name and authorities read alike when joined", () => {
-    const first = new Session(runtime, "a".repeat(43), record("a\u0000ADMIN", ["USER"]))
+    const first = new Session(runtime, {}, "a".repeat(43), record("a\u0000ADMIN", ["USER"]))
       .authentication;
-    const second = new Session(runtime, "b".repeat(43), record("a", ["ADMIN", "USER"]))
+    const second = new Session(runtime, {}, "b".repeat(43), record("a", ["ADMIN", "USER"]))
       .authentication;
     expect(first?.name).toBe("a\u0000ADMIN");
     expect(first?.authorities).toEqual(["USER"]);
@@ -574,8 +588,8 @@ describe("shared principals", () => {
   });
 
   it("reuses one frozen principal for the same user across requests", () => {
-    const one = new Session(runtime, "c".repeat(43), record("ada", ["ADMIN"])).authentication;
-    const two = new Session(runtime, "d".repeat(43), record("ada", ["ADMIN"])).authentication;
+    const one = new Session(runtime, {}, "c".repeat(43), record("ada", ["ADMIN"])).authentication;
+    const two = new Session(runtime, {}, "d".repeat(43), record("ada", ["ADMIN"])).authentication;
     expect(one).toBe(two);
     expect(Object.isFrozen(one)).toBe(true);
   });

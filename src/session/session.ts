@@ -10,8 +10,8 @@ export interface SessionRuntime {
   readonly now: () => number;
   readonly idleTimeoutMs: number;
   readonly absoluteTimeoutMs: number;
-  /** Queues the session cookie (or its deletion) for the response. */
-  readonly setCookie: (id: string | undefined) => void;
+  /** Queues the session cookie (or its deletion) for `request`'s response. */
+  readonly setCookie: (request: object, id: string | undefined) => void;
 }
 
 /** Session ids: 32 random bytes, base64url. */
@@ -28,9 +28,12 @@ export function newSessionId(): string {
  */
 export class Session {
   readonly #runtime: SessionRuntime;
+  readonly #request: object;
   #id: string | undefined;
   #previousId: string | undefined;
-  #data: Record<string, unknown>;
+  // Copied from the record on first use: most requests never read session data.
+  #record: SessionRecord | undefined;
+  #data: Record<string, unknown> | undefined;
   #principal: SessionRecord["principal"];
   #createdAt: number;
   #destroyed = false;
@@ -38,10 +41,11 @@ export class Session {
   #authentication: Authentication | undefined;
 
   /** @internal made by the session leg */
-  constructor(runtime: SessionRuntime, id?: string, record?: SessionRecord) {
+  constructor(runtime: SessionRuntime, request: object, id?: string, record?: SessionRecord) {
     this.#runtime = runtime;
+    this.#request = request;
     this.#id = record === undefined ? undefined : id;
-    this.#data = record === undefined ? {} : { ...record.data };
+    this.#record = record;
     this.#principal = record?.principal;
     this.#createdAt = record?.createdAt ?? runtime.now();
     this.#fromCookie = record !== undefined;
@@ -68,25 +72,38 @@ export class Session {
   /** The principal signed in to this session, if any. */
   get authentication(): Authentication | undefined {
     if (this.#principal === undefined) return undefined;
-    this.#authentication ??= sharedAuthentication(
-      this.#principal.name,
-      this.#principal.authorities,
-    );
+    this.#authentication ??= sharedAuthentication(this.#principal);
     return this.#authentication;
   }
 
   get<T = unknown>(key: string): T | undefined {
-    return this.#data[key] as T | undefined;
+    return this.#ownData()[key] as T | undefined;
   }
 
   set(key: string, value: unknown): void {
     this.#assertLive();
-    this.#data[key] = value;
+    this.#ownData()[key] = value;
   }
 
   delete(key: string): void {
     this.#assertLive();
-    delete this.#data[key];
+    delete this.#ownData()[key];
+  }
+
+  #ownData(): Record<string, unknown> {
+    if (this.#data === undefined) {
+      const stored = this.#record?.data;
+      // A store may hand out frozen records (the memory store shares one per
+      // session): those are copied deep, so nested values can be changed too.
+      this.#data =
+        stored === undefined
+          ? {}
+          : Object.isFrozen(stored)
+            ? (JSON.parse(JSON.stringify(stored)) as Record<string, unknown>)
+            : { ...stored };
+      this.#record = undefined;
+    }
+    return this.#data;
   }
 
   /**
@@ -130,7 +147,7 @@ export class Session {
     const isNewId = this.#id === undefined;
     const id = this.#id ?? newSessionId();
     const record: SessionRecord = {
-      data: this.#data,
+      data: this.#ownData(),
       createdAt: this.#createdAt,
       lastAccessAt: at,
       ...(this.#principal === undefined ? {} : { principal: this.#principal }),
@@ -141,7 +158,7 @@ export class Session {
       this.#previousId = undefined;
     }
     this.#id = id;
-    if (isNewId) this.#runtime.setCookie(id);
+    if (isNewId) this.#runtime.setCookie(this.#request, id);
   }
 
   /** Deletes the session from the store and clears its cookie. */
@@ -156,8 +173,9 @@ export class Session {
     this.#principal = undefined;
     this.#authentication = undefined;
     this.#data = {};
+    this.#record = undefined;
     this.#destroyed = true;
-    if (hadCookie) this.#runtime.setCookie(undefined);
+    if (hadCookie) this.#runtime.setCookie(this.#request, undefined);
   }
 
   #assertLive(): void {
@@ -170,8 +188,14 @@ export class Session {
 // role hierarchy's) hit. Bounded: past the limit the oldest entry goes.
 const PRINCIPAL_CACHE_SIZE = 1000;
 const principals = new Map<string, Authentication>();
+// A store that hands out the same frozen principal on every read (the memory
+// store does) is answered without building the key.
+const byFrozenPrincipal = new WeakMap<object, Authentication>();
 
-function sharedAuthentication(name: string, authorities: readonly string[]): Authentication {
+function sharedAuthentication(principal: NonNullable<SessionRecord["principal"]>): Authentication {
+  const known = byFrozenPrincipal.get(principal);
+  if (known !== undefined) return known;
+  const { name, authorities } = principal;
   // JSON keeps the key unambiguous whatever characters a name holds.
   const key = JSON.stringify([name, authorities]);
   let auth = principals.get(key);
@@ -181,6 +205,8 @@ function sharedAuthentication(name: string, authorities: readonly string[]): Aut
     if (principals.size > PRINCIPAL_CACHE_SIZE)
       principals.delete(principals.keys().next().value as string);
   }
+  if (Object.isFrozen(principal) && Object.isFrozen(authorities))
+    byFrozenPrincipal.set(principal, auth);
   return auth;
 }
 

@@ -89,25 +89,29 @@ describe("MemorySessionStore", () => {
     });
   });
 
-  it("hands out a copy: changing a record returned by get() does not change the stored one", async () => {
+  it("hands out a frozen copy: a record returned by get() cannot be changed, nor can the one written", async () => {
     const store = new MemorySessionStore();
-    await store.set(
-      "s",
-      {
-        data: { cart: { items: ["a"] } },
-        createdAt: 1,
-        lastAccessAt: 1,
-        principal: { name: "alice", authorities: ["USER"] },
-      },
-      60_000,
-    );
+    const written = {
+      data: { cart: { items: ["a"] } },
+      createdAt: 1,
+      lastAccessAt: 1,
+      principal: { name: "alice", authorities: ["USER"] },
+    };
+    await store.set("s", written, 60_000);
+    written.data.cart.items.push("b");
+    written.principal.authorities.push("ADMIN");
     const got = (await store.get("s")) as unknown as {
-      data: Record<string, unknown>;
+      data: { cart: { items: string[] } } & Record<string, unknown>;
       principal: { name: string; authorities: string[] };
     };
-    got.data.extra = true;
-    (got.data.cart as { items: string[] }).items.push("b");
-    got.principal.authorities.push("ADMIN");
+    expect(() => {
+      got.data.extra = true;
+    }).toThrow(TypeError);
+    expect(() => got.data.cart.items.push("b")).toThrow(TypeError);
+    expect(() => got.principal.authorities.push("ADMIN")).toThrow(TypeError);
+    expect(() => {
+      got.principal.name = "mallory";
+    }).toThrow(TypeError);
     await expect(store.get("s")).resolves.toEqual({
       data: { cart: { items: ["a"] } },
       createdAt: 1,

@@ -31,9 +31,11 @@ export interface MemorySessionStoreOptions {
  * as long as the process and are not shared between instances.
  */
 export class MemorySessionStore implements SessionStore {
-  // Records are kept as JSON, as a shared store keeps them: what a caller does to
-  // a record it read or wrote never changes the stored one.
-  readonly #entries = new Map<string, { json: string; expiresAt: number }>();
+  // Records are stored as deep-frozen copies made through JSON, as a shared store
+  // would hold them: nothing a caller does to a record it wrote or read can change
+  // the stored one, and a read costs no parse or copy. The session copies the data
+  // on first use.
+  readonly #entries = new Map<string, { record: SessionRecord; expiresAt: number }>();
   readonly #max: number;
   readonly #now: () => number;
 
@@ -56,14 +58,16 @@ export class MemorySessionStore implements SessionStore {
       this.#entries.delete(id);
       return undefined;
     }
-    return JSON.parse(entry.json) as SessionRecord;
+    return entry.record;
   }
 
   async set(id: string, record: SessionRecord, ttlMs: number): Promise<void> {
     // Re-inserting moves the id to the end, so iteration order is least recently written first.
     this.#entries.delete(id);
     if (ttlMs <= 0) return;
-    this.#entries.set(id, { json: JSON.stringify(record), expiresAt: this.#now() + ttlMs });
+    // What JSON cannot hold fails here, as it would in a shared store.
+    const copy = deepFreeze(JSON.parse(JSON.stringify(record)) as SessionRecord);
+    this.#entries.set(id, { record: copy, expiresAt: this.#now() + ttlMs });
     while (this.#entries.size > this.#max) {
       const oldest = this.#entries.keys().next().value as string;
       this.#entries.delete(oldest);
@@ -73,4 +77,12 @@ export class MemorySessionStore implements SessionStore {
   async delete(id: string): Promise<void> {
     this.#entries.delete(id);
   }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }
