@@ -8,6 +8,15 @@ import {
   createContextKey,
 } from "./context.ts";
 
+/** The symbol the binding hangs under, found the way any code holding a request could find it. */
+function slotSymbol(target: object): symbol {
+  const found = Object.getOwnPropertySymbols(target).find(
+    (symbol) => symbol.description === "portcullis.context",
+  );
+  if (found === undefined) throw new Error("no binding on the target");
+  return found;
+}
+
 describe("Context", () => {
   it("returns a new context from with() and leaves the old one unchanged", () => {
     const key = createContextKey<string>("k");
@@ -121,5 +130,53 @@ describe("binding contexts to requests", () => {
     const native = { req: { raw } };
     bindContext(native, Context.empty.with(key, "native"));
     expect(contextFrom(native).get(key)).toBe("native");
+  });
+
+  it("keeps the binding out of sight: no enumerable key, nothing copied by spread or JSON", () => {
+    const key = createContextKey<string>("k");
+    const target = { id: 1 };
+    bindValue(target, key, "secret");
+    expect(Object.keys(target)).toEqual(["id"]);
+    expect(JSON.stringify(target)).toBe('{"id":1}');
+    const copy = { ...target };
+    expect(contextFrom(copy).get(key)).toBeUndefined();
+    expect(Object.getOwnPropertySymbols(copy)).toEqual([]);
+  });
+
+  it("cannot be replaced or deleted through the hidden property", () => {
+    const key = createContextKey<string>("k");
+    const request = new Request("http://h/");
+    bindValue(request, key, "mine");
+    const symbol = slotSymbol(request);
+    expect(Reflect.set(request, symbol, { context: Context.empty })).toBe(false);
+    expect(Reflect.deleteProperty(request, symbol)).toBe(false);
+    expect(() => Object.defineProperty(request, symbol, { value: {} })).toThrow(TypeError);
+    expect(contextFrom(request).get(key)).toBe("mine");
+  });
+
+  it("never reads an object planted under the hidden property as a context", () => {
+    const key = createContextKey<string>("role");
+    const genuine = new Request("http://h/");
+    bindValue(genuine, key, "user");
+    const symbol = slotSymbol(genuine);
+    // A forged slot, shaped like the real one, on a request nothing was bound to.
+    const victim = new Request("http://h/");
+    const forged = { context: Context.empty.with(key, "admin") };
+    Object.defineProperty(victim, symbol, { value: forged });
+    expect(boundContext(victim)).toBeUndefined();
+    expect(contextFrom(victim).get(key)).toBeUndefined();
+    // Binding still works, and never writes into the planted object.
+    bindValue(victim, key, "guest");
+    expect(contextFrom(victim).get(key)).toBe("guest");
+    expect(forged.context.get(key)).toBe("admin");
+  });
+
+  it("binds to frozen objects too", () => {
+    const key = createContextKey<string>("k");
+    const frozen = Object.freeze({ id: 2 });
+    bindValue(frozen, key, "one");
+    bindValue(frozen, key, "two");
+    expect(contextFrom(frozen).get(key)).toBe("two");
+    expect(contextFrom(Object.freeze({ id: 2 })).get(key)).toBeUndefined();
   });
 });

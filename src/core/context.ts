@@ -59,15 +59,55 @@ export class Context {
 /** Anything a context can be read from: a `Request`, a `Context`, or a framework object an adapter bound. */
 export type ContextSource = Request | Context | object;
 
-// Keyed weakly: a context lives exactly as long as the request object it belongs to.
-// Each target gets one mutable slot, so rebinding (several times per request) is a
-// property write rather than another WeakMap insertion.
-const bindings = new WeakMap<object, { context: Context }>();
+// Each target gets one mutable slot, so rebinding (several times per request) is
+// a field write. The slot hangs off the target under a module-private symbol as a
+// hidden, read-only, non-configurable property: a WeakMap insertion per request
+// costs several microseconds of garbage collection (ephemeron tables) under load.
+// Only `ContextSlot` instances count, by their private field, so an object planted
+// under the symbol is never read as a context. Targets that cannot take the
+// property (frozen, or already holding a planted one) fall back to a WeakMap.
+const SLOT: unique symbol = Symbol("portcullis.context");
+const fallback = new WeakMap<object, ContextSlot>();
+
+class ContextSlot {
+  #context: Context;
+
+  constructor(context: Context) {
+    this.#context = context;
+  }
+
+  get context(): Context {
+    return this.#context;
+  }
+
+  set context(context: Context) {
+    this.#context = context;
+  }
+
+  static of(target: object): ContextSlot | undefined {
+    const slot = (target as { [SLOT]?: unknown })[SLOT];
+    if (typeof slot === "object" && slot !== null && #context in slot) return slot as ContextSlot;
+    return fallback.get(target);
+  }
+
+  static attach(target: object, context: Context): void {
+    const slot = new ContextSlot(context);
+    if (Object.isExtensible(target) && !Object.hasOwn(target, SLOT)) {
+      try {
+        Object.defineProperty(target, SLOT, { value: slot });
+        return;
+      } catch {
+        // A proxy may refuse the definition; the WeakMap still works.
+      }
+    }
+    fallback.set(target, slot);
+  }
+}
 
 /** Binds `context` to `target` (a `Request`, or an adapter's native request object). */
 export function bindContext(target: object, context: Context): void {
-  const slot = bindings.get(target);
-  if (slot === undefined) bindings.set(target, { context });
+  const slot = ContextSlot.of(target);
+  if (slot === undefined) ContextSlot.attach(target, context);
   else slot.context = context;
 }
 
@@ -78,10 +118,10 @@ export function bindContext(target: object, context: Context): void {
  */
 export function boundContext(source: ContextSource): Context | undefined {
   if (source instanceof Context) return source;
-  const bound = bindings.get(source);
+  const bound = ContextSlot.of(source);
   if (bound !== undefined) return bound.context;
   const raw = (source as { req?: { raw?: unknown } }).req?.raw;
-  return typeof raw === "object" && raw !== null ? bindings.get(raw)?.context : undefined;
+  return typeof raw === "object" && raw !== null ? ContextSlot.of(raw)?.context : undefined;
 }
 
 /** The context bound to `source`, or the empty context. */
@@ -91,9 +131,9 @@ export function contextFrom(source: ContextSource): Context {
 
 /** Binds `contextFrom(request).with(key, value)` to `request` and returns the new context. */
 export function bindValue<T>(request: object, key: ContextKey<T>, value: T): Context {
-  const slot = bindings.get(request);
+  const slot = ContextSlot.of(request);
   const next = (slot?.context ?? Context.empty).with(key, value);
-  if (slot === undefined) bindings.set(request, { context: next });
+  if (slot === undefined) ContextSlot.attach(request, next);
   else slot.context = next;
   return next;
 }
