@@ -28,7 +28,8 @@ export interface MemorySessionStoreOptions {
 /**
  * A process-local store, bounded in entries and TTL-aware: a flood of new
  * sessions evicts the oldest rather than exhausting memory. Sessions live only
- * as long as the process and are not shared between instances.
+ * as long as the process and are not shared between instances. `get()`
+ * answers a deep-frozen record: copy it before changing anything.
  */
 export class MemorySessionStore implements SessionStore {
   // Records are stored as deep-frozen copies made through JSON, as a shared store
