@@ -59,6 +59,7 @@ async function sessionCookie(chain: Chain): Promise<string> {
 export async function inProcess(): Promise<void> {
   const store = new MemorySessionStore();
   const sessionChain = newChain({
+    headers: false,
     session: sessions({ store }),
     csrf: csrf(),
     authorization: routes([match("/public/**").permitAll(), anyRequest().authenticated()]),
@@ -75,11 +76,18 @@ export async function inProcess(): Promise<void> {
     authorization: rules(),
   });
   const sessionAndCsrf = newChain({
+    headers: false,
     session: sessions({ store }),
     csrf: csrf(),
     authorization: rules(),
   });
-  const authzOnly = newChain({ authentication: signedIn, authorization: rules() });
+  const authzOnly = newChain({
+    headers: false,
+    session: false,
+    csrf: false,
+    authentication: signedIn,
+    authorization: rules(),
+  });
 
   // Every contender gets the same request, so the differences are the legs' work alone.
   const request = (i: number) =>

@@ -95,8 +95,8 @@ async function portcullisChain(full: boolean) {
         session: sessions({ secure: false, store }),
         csrf: P.csrf(),
       }
-    : // The session leg only resolves the principal here; the other legs are left out.
-      { session: sessions({ secure: false, store }) };
+    : // The session leg only resolves the principal here; the other legs are turned off.
+      { headers: false, csrf: false, session: sessions({ secure: false, store }) };
   const chain = newChain({
     ...legs,
     authorization: routes(

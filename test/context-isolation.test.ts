@@ -3,6 +3,7 @@ import {
   authz,
   type BasicAuthUser,
   basicAuth,
+  LoginEndpoint,
   type Middleware,
   mustAuthentication,
   newHandler,
@@ -73,7 +74,7 @@ describe("context isolation under concurrency", () => {
           stablePrincipal,
         ],
         csrf: slow,
-        login: slow,
+        login: new LoginEndpoint(slow),
         authorization: authz.routes([authz.anyRequest().authenticated()]),
       },
     );

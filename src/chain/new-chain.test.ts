@@ -4,7 +4,13 @@ import { anyRequest, match } from "../authz/rules.ts";
 import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
+import { csrf } from "../csrf/middleware.ts";
+import { LoginEndpoint } from "../login/endpoint.ts";
+import { login } from "../login/middleware.ts";
 import { Chain } from "../middleware/chain.ts";
+import { sessions } from "../session/middleware.ts";
+import { sessionFrom } from "../session/session.ts";
+import { MemorySessionStore } from "../session/store.ts";
 import { newChain, newHandler, type SecurityOptions } from "./new-chain.ts";
 
 const permitAll = routes([anyRequest().permitAll()]);
@@ -96,10 +102,51 @@ describe("newChain / newHandler: options", () => {
     ).toThrow(InvalidOptionsError);
   });
 
-  it("throws InvalidOptionsError for a login leg without a session leg", () => {
-    expect(() => newChain({ authorization: permitAll, login: (next) => next })).toThrow(
+  it("throws InvalidOptionsError for a login leg without the session or CSRF leg", () => {
+    const endpoint = login({ findUser: () => undefined });
+    expect(() => newChain({ authorization: permitAll, session: false, login: endpoint })).toThrow(
       InvalidOptionsError,
     );
+    expect(() => newChain({ authorization: permitAll, csrf: false, login: endpoint })).toThrow(
+      InvalidOptionsError,
+    );
+    expect(newChain({ authorization: permitAll, login: endpoint })).toBeInstanceOf(Chain);
+  });
+
+  it("takes only what login() built in the login slot, and login() is no middleware", () => {
+    const endpoint = login({ findUser: () => undefined });
+    expect(typeof endpoint).toBe("object");
+    expect(() => new Chain(endpoint as unknown as Middleware)).toThrow(TypeError);
+    const middleware: Middleware = (next) => next;
+    const forged = Object.create(LoginEndpoint.prototype) as LoginEndpoint;
+    for (const value of [middleware, forged, {}]) {
+      expect(() =>
+        newChain({ authorization: permitAll, login: value as unknown as LoginEndpoint }),
+      ).toThrow(InvalidOptionsError);
+    }
+  });
+
+  it("keeps the CSRF leg without sessions: cross-site browser posts are still refused", async () => {
+    const handler = newHandler(ok, { authorization: permitAll, session: false });
+    const forged = await handler(
+      new Request("https://h/transfer", {
+        method: "POST",
+        headers: { "sec-fetch-site": "cross-site", origin: "https://evil.example" },
+      }),
+    );
+    expect(forged.status).toBe(403);
+    const trusted = newHandler(ok, {
+      authorization: permitAll,
+      session: false,
+      csrf: csrf({ trustedOrigins: ["https://app.example"] }),
+    });
+    const allowed = await trusted(
+      new Request("https://h/transfer", {
+        method: "POST",
+        headers: { "sec-fetch-site": "cross-site", origin: "https://app.example" },
+      }),
+    );
+    expect(allowed.status).toBe(200);
   });
 
   it("throws InvalidOptionsError when newHandler gets no handler function", () => {
@@ -115,6 +162,65 @@ describe("newChain / newHandler: options", () => {
   });
 });
 
+describe("newChain / newHandler: legs on by default", () => {
+  it("sends the security headers, binds a session and checks CSRF with only authorization given", async () => {
+    let session: unknown;
+    const handler = newHandler(
+      (request) => {
+        session = sessionFrom(request);
+        return new Response("ok");
+      },
+      { authorization: permitAll },
+    );
+    const response = await handler(new Request("https://h/"));
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(response.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect(session).toBeDefined();
+    // A cross-site form post is refused before the handler.
+    const forged = await handler(
+      new Request("https://h/transfer", {
+        method: "POST",
+        headers: { "sec-fetch-site": "cross-site", origin: "https://evil.example" },
+      }),
+    );
+    expect(forged.status).toBe(403);
+    // So is a request that rides on a session cookie without a token.
+    const store = new MemorySessionStore();
+    const withStore = newHandler(ok, { authorization: permitAll, session: sessions({ store }) });
+    const id = "a".repeat(43);
+    await store.set(id, { data: {}, createdAt: Date.now(), lastAccessAt: Date.now() }, 60_000);
+    const riding = await withStore(
+      new Request("https://h/transfer", {
+        method: "POST",
+        headers: { cookie: `__Host-portcullis-session=${id}` },
+      }),
+    );
+    expect(riding.status).toBe(403);
+  });
+
+  it("leaves out the legs turned off with false", async () => {
+    let session: unknown = "unset";
+    const handler = newHandler(
+      (request) => {
+        session = sessionFrom(request);
+        return new Response("ok");
+      },
+      { authorization: permitAll, headers: false, session: false, csrf: false },
+    );
+    const response = await handler(new Request("https://h/"));
+    expect(response.headers.get("x-content-type-options")).toBeNull();
+    expect(session).toBeUndefined();
+    const post = await handler(
+      new Request("https://h/transfer", {
+        method: "POST",
+        headers: { "sec-fetch-site": "cross-site", origin: "https://evil.example" },
+      }),
+    );
+    expect(post.status).toBe(200);
+  });
+});
+
 describe("newChain / newHandler: order", () => {
   it("runs the legs as headers, cors, rateLimit, session, authentication, csrf, login, authorization", async () => {
     const log: string[] = [];
@@ -126,7 +232,7 @@ describe("newChain / newHandler: order", () => {
       {
         // Given in a different order on purpose: the chain, not the object, fixes the order.
         authorization: recording("authorization", log),
-        login: recording("login", log),
+        login: new LoginEndpoint(recording("login", log)),
         csrf: recording("csrf", log),
         authentication: [recording("authentication-1", log), recording("authentication-2", log)],
         session: recording("session", log),
@@ -288,10 +394,11 @@ describe("newChain / newHandler: errors", () => {
       const boom = new Error(`leg ${name} leaked secret`);
       const onError = vi.fn();
       const downstream = vi.fn(ok);
+      const leg = throwing(boom);
       const handler = newHandler(downstream, {
         authorization: permitAll,
         session: (next) => next,
-        [name]: throwing(boom),
+        [name]: name === "login" ? new LoginEndpoint(leg) : leg,
         onError,
       });
       await expectBare500(await handler(new Request("http://h/")), "leaked secret");

@@ -11,29 +11,47 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
+import { csrf } from "../csrf/middleware.ts";
+import { securityHeaders } from "../headers/security-headers.ts";
+import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
 import { Chain } from "../middleware/chain.ts";
+import { sessions } from "../session/middleware.ts";
 
 /**
  * The legs of the security chain, each a `Middleware`, run in this order:
  * headers, CORS, rate limiting, session lookup, further authenticators, CSRF,
- * login, authorization. Only `authorization` is required: without it every
- * request would pass, so the chain refuses to be built.
+ * login, authorization. `authorization` is required: without it every request
+ * would pass, so the chain refuses to be built. Security headers, sessions and
+ * CSRF protection are on unless turned off with `false`; CORS and rate limiting
+ * need the application's origins and quotas, so they run when given.
  */
 export interface SecurityOptions {
-  /** Leg 1: security headers on every response, denials included. */
-  readonly headers?: Middleware;
-  /** Leg 2: CORS; answers preflights. */
-  readonly cors?: Middleware;
-  /** Leg 3: rate limiting. */
-  readonly rateLimit?: Middleware;
-  /** Leg 4: session lookup; binds the session and its principal. */
-  readonly session?: Middleware;
+  /** Leg 1: security headers on every response, denials included. Default `securityHeaders()`; `false` for none. */
+  readonly headers?: Middleware | false;
+  /**
+   * Leg 2: CORS; answers preflights. Default none: no cross-origin reads beyond
+   * what browsers allow anyway, and preflights go on to authorization.
+   */
+  readonly cors?: Middleware | false;
+  /** Leg 3: rate limiting. Default none. */
+  readonly rateLimit?: Middleware | false;
+  /**
+   * Leg 4: session lookup; binds the session and its principal. Default
+   * `sessions()` (memory store, nothing written until `save()`); `false` for a
+   * chain without sessions, such as a bearer-token API.
+   */
+  readonly session?: Middleware | false;
   /** Authenticators that run after the session lookup, such as `basicAuth({ required: false })`. */
   readonly authentication?: Middleware | readonly Middleware[];
-  /** Leg 5: CSRF protection. */
-  readonly csrf?: Middleware;
-  /** Leg 6: the login and logout endpoints; reachable only through the chain. */
-  readonly login?: Middleware;
+  /**
+   * Leg 5: CSRF protection. Default `csrf()`; `false` turns it off (never with
+   * `login`). Without sessions it still refuses cross-site browser requests,
+   * which matters for credentials browsers send by themselves, such as Basic.
+   * A front end on another origin (see `cors`) needs `csrf({ trustedOrigins })`.
+   */
+  readonly csrf?: Middleware | false;
+  /** Leg 6: the login and logout endpoints, `login({...})`; only mountable here. Default none. */
+  readonly login?: LoginEndpoint;
   /** Leg 7 (required): default-deny authorization, usually `authz.routes([...])`. */
   readonly authorization: Middleware;
   /**
@@ -58,16 +76,6 @@ export interface SecurityOptions {
   readonly forwardedHeader?: ClientAddressOptions["forwardedHeader"];
 }
 
-const LEG_NAMES = [
-  "headers",
-  "cors",
-  "rateLimit",
-  "session",
-  "csrf",
-  "login",
-  "authorization",
-] as const;
-
 /** The security chain itself (Go's `securityhttp.New`): mount `chain.middleware` through an adapter. */
 export function newChain(options: SecurityOptions): Chain {
   if (typeof options !== "object" || options === null)
@@ -77,15 +85,24 @@ export function newChain(options: SecurityOptions): Chain {
       "the security chain needs an `authorization` leg (authz.routes([...])); an empty rule list denies everything",
     );
   }
-  if (options.login !== undefined && options.session === undefined) {
-    throw new InvalidOptionsError(
-      "the login leg needs the session leg: pass `session: sessions({...})`",
-    );
-  }
-  for (const name of LEG_NAMES) {
-    const leg = options[name];
-    if (leg !== undefined && typeof leg !== "function")
-      throw new InvalidOptionsError(`option ${name} must be a middleware`);
+  const headers = leg("headers", options.headers, securityHeaders);
+  const cors = leg("cors", options.cors);
+  const rateLimitLeg = leg("rateLimit", options.rateLimit);
+  const session = leg("session", options.session, sessions);
+  const csrfLeg = leg("csrf", options.csrf, csrf);
+  const authorization = options.authorization;
+  if (typeof authorization !== "function")
+    throw new InvalidOptionsError("option authorization must be a middleware");
+  let loginLeg: Middleware | undefined;
+  if (options.login !== undefined) {
+    loginLeg = loginMiddleware(options.login);
+    if (loginLeg === undefined)
+      throw new InvalidOptionsError("option login takes what login({...}) returns");
+    if (session === undefined || csrfLeg === undefined) {
+      throw new InvalidOptionsError(
+        "the login leg needs the session and CSRF legs: without them another site could sign a visitor in",
+      );
+    }
   }
   const auth = options.authentication;
   if (auth !== undefined && typeof auth !== "function" && !Array.isArray(auth)) {
@@ -110,17 +127,30 @@ export function newChain(options: SecurityOptions): Chain {
 
   // The outer boundary only sees throws from the headers and CORS legs;
   // guardRequest catches everything further in, so those 500s carry both.
-  const legs: Middleware[] = options.headers || options.cors ? [errorBoundary(onError)] : [];
-  if (options.headers) legs.push(options.headers);
-  if (options.cors) legs.push(options.cors);
+  const legs: Middleware[] = headers || cors ? [errorBoundary(onError)] : [];
+  if (headers) legs.push(headers);
+  if (cors) legs.push(cors);
   legs.push(guardRequest(onError, options));
-  if (options.rateLimit) legs.push(options.rateLimit);
-  if (options.session) legs.push(options.session);
+  if (rateLimitLeg) legs.push(rateLimitLeg);
+  if (session) legs.push(session);
   legs.push(...authenticators);
-  if (options.csrf) legs.push(options.csrf);
-  if (options.login) legs.push(options.login);
-  legs.push(options.authorization);
+  if (csrfLeg) legs.push(csrfLeg);
+  if (loginLeg) legs.push(loginLeg);
+  legs.push(authorization);
   return new Chain(...legs);
+}
+
+/** The leg under `name`: the one given, the default when none is, `undefined` when off. */
+function leg(
+  name: string,
+  value: Middleware | false | undefined,
+  byDefault?: () => Middleware,
+): Middleware | undefined {
+  if (value === false) return undefined;
+  if (value === undefined) return byDefault?.();
+  if (typeof value !== "function")
+    throw new InvalidOptionsError(`option ${name} must be a middleware or false`);
+  return value;
 }
 
 /**

@@ -1,4 +1,5 @@
 export { type LoginAttemptStore, MemoryLoginAttemptStore } from "./attempts.ts";
+export { LoginEndpoint } from "./endpoint.ts";
 export {
   type LoginOptions,
   type LoginThrottleOptions,

@@ -8,6 +8,7 @@ import { matchPath } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "./attempts.ts";
+import { LoginEndpoint } from "./endpoint.ts";
 import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
 
 /** A user as the login endpoint looks it up. */
@@ -64,8 +65,14 @@ const MAX_PASSWORD = 1024;
  * /login` with `username` and `password` as JSON or a form, `POST /logout`.
  * Unknown users and wrong passwords take the same path and the same time;
  * failures are throttled per username and per client; a success clears the username's counter only.
+ * Mount it with `newChain({ login: login({...}), ... })`: the result is not a
+ * middleware, so it cannot be mounted outside the chain.
  */
-export function login(options: LoginOptions): Middleware {
+export function login(options: LoginOptions): LoginEndpoint {
+  return new LoginEndpoint(loginLeg(options));
+}
+
+function loginLeg(options: LoginOptions): Middleware {
   if (typeof options?.findUser !== "function")
     throw new InvalidOptionsError("login needs a findUser function");
   const encoder = options.passwordEncoder ?? createPasswordEncoder();

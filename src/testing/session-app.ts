@@ -118,7 +118,7 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestApp> {
   const sessionOptions: SessionOptions = { now: clock.now, store, ...options.session };
   const handler = newHandler(options.router ?? defaultRouter, {
     session: sessions(sessionOptions),
-    ...(options.csrf === false ? {} : { csrf: csrf(options.csrf ?? {}) }),
+    csrf: options.csrf === false ? false : csrf(options.csrf ?? {}),
     ...(options.login === false
       ? {}
       : {

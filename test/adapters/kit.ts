@@ -138,15 +138,13 @@ export function makeKit(options: KitOptions = {}): Kit {
       ),
     ],
     csrf: wrap(csrf()),
-    login: wrap(
-      login({
-        findUser: async (name) => {
-          await hashes;
-          return loginUsers.get(name);
-        },
-        passwordEncoder: encoder,
-      }),
-    ),
+    login: login({
+      findUser: async (name) => {
+        await hashes;
+        return loginUsers.get(name);
+      },
+      passwordEncoder: encoder,
+    }),
     authorization: wrap(
       routes(
         [

@@ -12,6 +12,9 @@ const users = demoUsers(encoder); // hashed once, on first use of this module
  */
 export const chain = newChain({
   headers: securityHeaders(),
+  // Basic credentials on every call, no sessions; the CSRF leg stays on, because
+  // browsers resend cached Basic credentials to cross-site requests by themselves.
+  session: false,
   authentication: basicAuth({
     required: false,
     findUser: async (name) => {
