@@ -11,7 +11,7 @@ app.use(express.json());
 app.get("/public/hello", (_req, res) => {
   res.json({ message: "hello, whoever you are" });
 });
-app.get("/me", (req, res) => {
+app.get(["/", "/me"], (req, res) => {
   const me = mustAuthentication(req);
   res.json({ name: me.name, authorities: me.authorities });
 });

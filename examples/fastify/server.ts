@@ -1,4 +1,4 @@
-import Fastify from "fastify";
+import Fastify, { type FastifyRequest } from "fastify";
 import { mustAuthentication, requireRole } from "portcullis";
 import { fastifyHook, fastifyPortcullis } from "portcullis/adapters/fastify";
 import { banner, exampleChain } from "../shared/security.ts";
@@ -8,10 +8,12 @@ const app = Fastify();
 await app.register(fastifyPortcullis, { chain: await exampleChain() });
 
 app.get("/public/hello", async () => ({ message: "hello, whoever you are" }));
-app.get("/me", async (request) => {
+const whoAmI = async (request: FastifyRequest) => {
   const me = mustAuthentication(request);
   return { name: me.name, authorities: me.authorities };
-});
+};
+app.get("/", whoAmI);
+app.get("/me", whoAmI);
 app.get("/staff/reports", async (request) => ({
   area: "staff",
   name: mustAuthentication(request).name,

@@ -19,7 +19,7 @@ const adminOnly = koaMiddleware(requireRole("ADMIN"));
 app.use(async (ctx, next) => {
   const route = `${ctx.method} ${ctx.path}`;
   if (route === "GET /public/hello") ctx.body = { message: "hello, whoever you are" };
-  else if (route === "GET /me") {
+  else if (route === "GET /" || route === "GET /me") {
     const me = mustAuthentication(ctx);
     ctx.body = { name: me.name, authorities: me.authorities };
   } else if (route === "GET /staff/reports") {

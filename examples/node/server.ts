@@ -22,7 +22,7 @@ const adminPanel = nodeListener(requireRole("ADMIN"), (req, res) =>
 async function app(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const route = `${req.method} ${(req.url ?? "/").split("?")[0]}`;
   if (route === "GET /public/hello") return json(res, 200, { message: "hello, whoever you are" });
-  if (route === "GET /me") {
+  if (route === "GET /" || route === "GET /me") {
     const me = mustAuthentication(req);
     return json(res, 200, { name: me.name, authorities: me.authorities });
   }

@@ -45,6 +45,7 @@ export async function exampleChain(): Promise<Chain> {
     authorization: routes(
       [
         match("GET", "/public/**").permitAll(),
+        match("GET", "/").authenticated(),
         match("GET", "/me").authenticated(),
         match("GET", "/staff/**").hasRole("STAFF"),
         match("/admin/**").authenticated(), // the route group's own guard asks for ADMIN
@@ -63,6 +64,7 @@ export function banner(framework: string, url: string): void {
     "!! DEMO ACCOUNTS, FOR LOCAL USE ONLY: alice / demo-alice, sam / demo-sam, ada / demo-ada !!",
   );
   console.log(`  curl ${url}/public/hello                      # 200, anyone`);
+  console.log(`  curl -u alice:demo-alice ${url}/                # 200, any signed-in user`);
   console.log(`  curl ${url}/nothing/here                      # 401, unmatched paths are denied`);
   console.log(`  curl -u sam:demo-sam ${url}/staff/reports     # 200, STAFF by the chain's rule`);
   console.log(`  curl -u ada:demo-ada ${url}/staff/reports     # 200, ADMIN > STAFF`);

@@ -8,7 +8,11 @@ import type { AddressInfo } from "node:net";
 import {
   authz,
   basicAuth,
+  bindAuthentication,
+  bindContext,
   Chain,
+  contextFrom,
+  createAuthentication,
   csrf,
   type LoginUser,
   login,
@@ -85,6 +89,24 @@ const cookieLeg: Middleware =
     return copy;
   };
 
+/**
+ * Hands the rest of the chain a new `Request` when asked to, with the context
+ * carried over and another principal bound to it: the route must see the
+ * request passed down, not the one the adapter built.
+ */
+const replacingLeg: Middleware =
+  (next) =>
+  async (request, ...rest) => {
+    if (request.headers.get("x-test-replace") !== "1") return next(request, ...rest);
+    const replacement = new Request(request.url, {
+      method: request.method,
+      headers: request.headers,
+    });
+    bindContext(replacement, contextFrom(request));
+    bindAuthentication(replacement, createAuthentication("replacement", ["USER"]));
+    return next(replacement, ...rest);
+  };
+
 /** Throws when asked to, before or after calling next: the chain must answer 500 either way. */
 const throwingLeg: Middleware =
   (next) =>
@@ -136,6 +158,7 @@ export function makeKit(options: KitOptions = {}): Kit {
           },
         }),
       ),
+      wrap(replacingLeg),
     ],
     csrf: wrap(csrf()),
     login: login({

@@ -140,6 +140,14 @@ export function adapterSuite(adapter: AdapterCase): void {
       expect(await response.json()).toEqual({ name: "sam" });
     });
 
+    it("hands the route the request a leg passed down, not the one the adapter built", async () => {
+      const response = await call(base, "/me", {
+        headers: { authorization: basic("sam"), "x-test-replace": "1" },
+      });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ name: "replacement" });
+    });
+
     it(`gives each of ${CROWD} concurrent callers their own principal`, async () => {
       const names = Array.from({ length: CROWD }, (_, i) => `user${i}`);
       const seen = await Promise.all(
