@@ -12,7 +12,9 @@ console.log(
 );
 console.log(`  curl ${url}/public/hello                 # 200, anyone`);
 console.log(`  curl ${url}/nothing/here                 # 401, unmatched paths are denied`);
-console.log(`  curl -u ada:demo-ada ${url}/admin        # 200, ADMIN by the proxy's rule`);
+console.log(`  curl -u alice:demo-alice ${url}/          # 200, any signed-in user`);
+console.log(`  curl -u sam:demo-sam ${url}/admin/panel  # 403, the route's literal ADMIN guard`);
+console.log(`  curl -u ada:demo-ada ${url}/admin/panel  # 200`);
 console.log(`  curl -u sam:demo-sam ${url}/api/me       # 200, the principal from withChain`);
 console.log(
   `  curl -H 'x-middleware-subrequest: proxy:proxy:proxy:proxy:proxy' ${url}/api/me  # still 401`,

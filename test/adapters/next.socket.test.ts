@@ -4,69 +4,15 @@
  * src/ changed). The proxy (`nextMiddleware`) guards /admin and everything
  * else; route handlers under /api run the chain themselves (`withChain`).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
-import { createServer } from "node:net";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type NextServer, startNext } from "../next-server.ts";
 import { call } from "./client.ts";
 import { basic } from "./kit.ts";
 
 const APP = fileURLToPath(new URL("../fixtures/next-app", import.meta.url));
-const SRC = fileURLToPath(new URL("../../src", import.meta.url));
-const NEXT_BIN = createRequire(import.meta.url).resolve("next/dist/bin/next");
-const ENV = { ...process.env, NEXT_TELEMETRY_DISABLED: "1" };
 
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === ".next" || entry.name === "node_modules") continue;
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-function run(args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [NEXT_BIN, ...args], { env: ENV, stdio: "pipe" });
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve() : reject(new Error(`next ${args[0]} failed (${code}):\n${output}`)),
-    );
-  });
-}
-
-async function buildIfStale(): Promise<void> {
-  const buildId = join(APP, ".next", "BUILD_ID");
-  if (existsSync(buildId)) {
-    const built = statSync(buildId).mtimeMs;
-    if (built > newestMtime(APP) && built > newestMtime(SRC)) return;
-  }
-  await run(["build", APP]);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-let server: ChildProcess | undefined;
+let server: NextServer | undefined;
 let base = "";
 
 async function hits(): Promise<number> {
@@ -75,36 +21,12 @@ async function hits(): Promise<number> {
 }
 
 beforeAll(async () => {
-  await buildIfStale();
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(
-    process.execPath,
-    [NEXT_BIN, "start", APP, "-p", String(port), "-H", "127.0.0.1"],
-    {
-      env: ENV,
-      stdio: "ignore",
-    },
-  );
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${base}/public/count`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error("next start did not come up");
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  server = await startNext(APP, "/public/count");
+  base = server.base;
 }, 240_000);
 
 afterAll(async () => {
-  const child = server;
-  if (child === undefined || child.exitCode !== null) return;
-  await new Promise<void>((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
+  await server?.stop();
 });
 
 const SPOOFED_SUBREQUEST = [

@@ -26,7 +26,9 @@ export const chain = newChain({
   authorization: routes(
     [
       match("GET", "/public/**").permitAll(),
-      match("/admin/**").hasRole("ADMIN"),
+      match("GET", "/").authenticated(),
+      match("/admin/**").authenticated(), // the route's own guard asks for ADMIN
+      match("GET", "/staff/**").hasRole("STAFF"),
       match("/api/**").authenticated(),
       // Anything else, pages without a route included, is denied.
     ],
