@@ -15,6 +15,7 @@ import { csrf } from "../csrf/middleware.ts";
 import { securityHeaders } from "../headers/security-headers.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
 import { Chain } from "../middleware/chain.ts";
+import { rateLimitPlacement } from "../ratelimit/middleware.ts";
 import { sessions } from "../session/middleware.ts";
 
 /**
@@ -33,7 +34,10 @@ export interface SecurityOptions {
    * what browsers allow anyway, and preflights go on to authorization.
    */
   readonly cors?: Middleware | false;
-  /** Leg 3: rate limiting. Default none. */
+  /**
+   * Leg 3: rate limiting. Default none. Rules keyed on `"principal"` are
+   * counted after the session lookup and the authenticators, the others here.
+   */
   readonly rateLimit?: Middleware | false;
   /**
    * Leg 4: session lookup; binds the session and its principal. Default
@@ -131,9 +135,14 @@ export function newChain(options: SecurityOptions): Chain {
   if (headers) legs.push(headers);
   if (cors) legs.push(cors);
   legs.push(guardRequest(onError, options));
-  if (rateLimitLeg) legs.push(rateLimitLeg);
+  // Rules keyed on the principal are counted once the session and authenticators have run.
+  const split = rateLimitLeg && rateLimitPlacement(rateLimitLeg);
+  if (split) {
+    if (split.beforeSession) legs.push(split.beforeSession);
+  } else if (rateLimitLeg) legs.push(rateLimitLeg);
   if (session) legs.push(session);
   legs.push(...authenticators);
+  if (split) legs.push(split.afterAuthentication);
   if (csrfLeg) legs.push(csrfLeg);
   if (loginLeg) legs.push(loginLeg);
   legs.push(authorization);

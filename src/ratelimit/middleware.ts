@@ -7,6 +7,7 @@ import {
   clientAddressOf,
   resolveClientAddress,
 } from "../core/client-address.ts";
+import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
@@ -207,13 +208,15 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     }
   };
 
-  return (next) =>
+  const leg =
+    (legRules: readonly CompiledRule[], part: "whole" | "early" | "late"): Middleware =>
+    (next) =>
     async (request, ...rest) => {
       const path = matchPath(request);
       if (path === undefined) return refusedPathResponse();
       const method = request.method.toUpperCase();
       let applicable: CompiledRule[] | undefined;
-      for (const rule of rules) {
+      for (const rule of legRules) {
         if (rule.methods !== undefined && !rule.methods.has(method)) continue;
         if (rule.matchers !== undefined && !rule.matchers.some((matches) => matches(path)))
           continue;
@@ -262,10 +265,56 @@ export function rateLimit(options: RateLimitOptions): Middleware {
         return problemResponse(429, { detail: "Too many requests; retry later.", headers: fields });
       }
 
+      if (part === "late") {
+        // The early part of the same leg writes the fields for both.
+        const early = contextFrom(request).get(LATE_COUNTS);
+        if (early !== undefined) {
+          early.push(...counted);
+          return next(request, ...rest);
+        }
+      }
+      let late: Counted[] | undefined;
+      if (part === "early") {
+        late = [];
+        bindValue(request, LATE_COUNTS, late);
+      }
       const response = await next(request, ...rest);
-      return headers && counted.length > 0 ? decorate(response, counted, now) : response;
+      const all = late === undefined || late.length === 0 ? counted : [...counted, ...late];
+      return headers && all.length > 0 ? decorate(response, all, now) : response;
     };
+
+  const whole = leg(rules, "whole");
+  const byPrincipal = rules.filter((rule) => rule.key === "principal");
+  if (byPrincipal.length > 0) {
+    const others = rules.filter((rule) => rule.key !== "principal");
+    placements.set(whole, {
+      beforeSession: others.length > 0 ? leg(others, "early") : undefined,
+      afterAuthentication: leg(byPrincipal, "late"),
+    });
+  }
+  return whole;
 }
+
+// Where the chain mounts the parts of a leg whose rules key on the principal: the
+// principal is only known after the session lookup and the authenticators.
+const placements = new WeakMap<
+  Middleware,
+  { beforeSession: Middleware | undefined; afterAuthentication: Middleware }
+>();
+
+/**
+ * For the chain: a `rateLimit` leg with `"principal"` rules, split into the
+ * rules counted before the session lookup and those counted after the
+ * authenticators. `undefined` for any other middleware.
+ */
+export function rateLimitPlacement(
+  middleware: Middleware,
+): { beforeSession: Middleware | undefined; afterAuthentication: Middleware } | undefined {
+  return placements.get(middleware);
+}
+
+/** Decisions of the late part, collected for the early part to write. */
+const LATE_COUNTS = createContextKey<Counted[]>("portcullis.rateLimit.late");
 
 /** The request's address part of a key, resolved once and only if a rule asks for it. */
 class AddressKey {
