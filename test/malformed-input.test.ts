@@ -3,17 +3,21 @@
  * hostile requests through the whole chain, every leg on. No request may get a
  * 500, hang, or reach the handler without passing authorization.
  */
+
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import {
   authz,
   basicAuth,
   cors,
   login,
   mustAuthentication,
-  newHandler,
+  newChain,
   rateLimit,
   ScryptPasswordEncoder,
   sessions,
 } from "portcullis";
+import { nodeListener } from "portcullis/adapters/node";
 import { describe, expect, it } from "vitest";
 
 const { anyRequest, match, routes } = authz;
@@ -115,7 +119,8 @@ function pick<T>(next: () => number, values: readonly T[]): T {
   return values[Math.floor(next() * values.length)] as T;
 }
 
-async function makeHandler() {
+/** The whole chain, every leg on; `reached` records who got past it, with what. */
+async function makeChain() {
   const encoder = new ScryptPasswordEncoder({ logN: 10, r: 8, p: 1 });
   const users = new Map([
     [
@@ -124,40 +129,43 @@ async function makeHandler() {
     ],
   ]);
   const reached: string[] = [];
-  const handler = newHandler(
-    (request) => {
-      // Only requests authorization let through get here, each with a principal bound.
-      const path = new URL(request.url).pathname;
-      reached.push(`${mustAuthentication(request).name} ${request.method} ${path}`);
-      return new Response("ok");
+  const chain = newChain({
+    clientAddress: (_request: Request, address: string) => address,
+    trustProxy: 1,
+    cors: cors({ origin: ORIGIN, credentials: true }),
+    rateLimit: rateLimit({
+      rules: [
+        { name: "all", limit: 1_000_000, windowMs: 60_000 },
+        { name: "user", limit: 1_000_000, windowMs: 60_000, key: "principal" },
+      ],
+    }),
+    session: sessions(),
+    authentication: basicAuth({
+      required: false,
+      findUser: (name) =>
+        name === "ada" ? { name, authorities: ["ADMIN"], password: "pw" } : undefined,
+    }),
+    login: login({ findUser: (name) => users.get(name), passwordEncoder: encoder }),
+    authorization: routes([
+      match("GET", "/public/**").permitAll(),
+      match("/admin/**").hasRole("ADMIN"),
+      anyRequest().authenticated(),
+    ]),
+    onError: (error) => {
+      throw new Error(`a leg failed on client input: ${String(error)}`);
     },
-    {
-      clientAddress: (_request: Request, address: string) => address,
-      trustProxy: 1,
-      cors: cors({ origin: ORIGIN, credentials: true }),
-      rateLimit: rateLimit({
-        rules: [
-          { name: "all", limit: 1_000_000, windowMs: 60_000 },
-          { name: "user", limit: 1_000_000, windowMs: 60_000, key: "principal" },
-        ],
-      }),
-      session: sessions(),
-      authentication: basicAuth({
-        required: false,
-        findUser: (name) =>
-          name === "ada" ? { name, authorities: ["ADMIN"], password: "pw" } : undefined,
-      }),
-      login: login({ findUser: (name) => users.get(name), passwordEncoder: encoder }),
-      authorization: routes([
-        match("GET", "/public/**").permitAll(),
-        match("/admin/**").hasRole("ADMIN"),
-        anyRequest().authenticated(),
-      ]),
-      onError: (error) => {
-        throw new Error(`a leg failed on client input: ${String(error)}`);
-      },
-    },
-  );
+  });
+  return { chain, reached };
+}
+
+async function makeHandler() {
+  const { chain, reached } = await makeChain();
+  const handler = chain.wrap((request) => {
+    // Only requests authorization let through get here, each with a principal bound.
+    const path = new URL(request.url).pathname;
+    reached.push(`${mustAuthentication(request).name} ${request.method} ${path}`);
+    return new Response("ok");
+  });
   return { handler, reached };
 }
 
@@ -233,5 +241,53 @@ describe("malformed and hostile requests through the whole chain", () => {
       if (response.status === 200 || response.status === 204) await refresh();
     }
     for (const status of [400, 401, 413, 415]) expect(statusCounts[status]).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("never answer 500 over a real socket through the node:http adapter", async () => {
+    const { chain, reached } = await makeChain();
+    const server = createServer(
+      nodeListener(chain, (req, res) => {
+        reached.push(`${mustAuthentication(req).name} ${req.method} ${req.url}`);
+        res.end("ok");
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const next = random(6749);
+    const statusCounts: Record<number, number> = {};
+    try {
+      for (let i = 0; i < 300; i++) {
+        const headers: Record<string, string> = {};
+        for (const [name, values] of Object.entries(HEADER_VALUES)) {
+          if (next() < 0.35) headers[name] = pick(next, values);
+        }
+        const method = pick(next, METHODS).toUpperCase();
+        const body = method === "GET" || method === "HEAD" ? undefined : pick(next, BODIES);
+        const status = await new Promise<number | undefined>((resolve, reject) => {
+          let req: ReturnType<typeof httpRequest>;
+          try {
+            req = httpRequest(
+              { host: "127.0.0.1", port, method, path: pick(next, PATHS), headers },
+              (res) => {
+                res.resume();
+                res.on("end", () => resolve(res.statusCode));
+              },
+            );
+          } catch {
+            resolve(undefined); // Node's client refuses to send it
+            return;
+          }
+          req.on("error", reject);
+          req.end(body);
+        });
+        if (status === undefined) continue;
+        statusCounts[status] = (statusCounts[status] ?? 0) + 1;
+        expect(status, `#${i}`).toBeLessThan(500);
+      }
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    for (const status of [400, 401, 403]) expect(statusCounts[status]).toBeGreaterThan(0);
+    for (const entry of reached) expect(entry).toMatch(/^(ada .*|anonymous GET \/public(\/.*)?)$/);
   }, 60_000);
 });
