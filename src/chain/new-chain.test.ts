@@ -126,6 +126,16 @@ describe("newChain / newHandler: options", () => {
     }
   });
 
+  it("leaves GET /csrf to the application when there is no session leg, never a 500", async () => {
+    const handler = newHandler(() => new Response("the app's own /csrf"), {
+      authorization: permitAll,
+      session: false,
+    });
+    const response = await handler(new Request("https://h/csrf"));
+    expect(response.status).toBe(200);
+    await expect(response.text()).resolves.toBe("the app's own /csrf");
+  });
+
   it("keeps the CSRF leg without sessions: cross-site browser posts are still refused", async () => {
     const handler = newHandler(ok, { authorization: permitAll, session: false });
     const forged = await handler(

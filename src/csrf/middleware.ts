@@ -13,7 +13,10 @@ export interface CsrfOptions {
   readonly headerName?: string;
   /** Form field carrying the token (urlencoded and multipart bodies). Default `"_csrf"`. */
   readonly parameterName?: string;
-  /** Path of the token endpoint answering `GET` with JSON; `false` mounts none. Default `"/csrf"`. */
+  /**
+   * Path of the token endpoint answering `GET` with JSON, served when the session
+   * leg runs; `false` mounts none. Default `"/csrf"`.
+   */
   readonly tokenPath?: string | false;
   /**
    * Origins other than the server's own that may send state-changing requests,
@@ -64,10 +67,12 @@ export function csrf(options: CsrfOptions = {}): Middleware {
     async (request, ...rest) => {
       const method = request.method.toUpperCase();
       if (SAFE_METHODS.has(method) && !asksForUnsafeMethod(request)) {
+        // Without a session leg there is nothing to bind a token to: the path is the app's.
         if (
           tokenPathMatches !== undefined &&
           method === "GET" &&
-          tokenPathMatches(matchPath(request) ?? "")
+          tokenPathMatches(matchPath(request) ?? "") &&
+          sessionFrom(request) !== undefined
         ) {
           const token = await csrfToken(request);
           return Response.json(
