@@ -10,6 +10,7 @@ import {
   authz,
   basicAuth,
   cors,
+  type Handler,
   login,
   mustAuthentication,
   newChain,
@@ -169,36 +170,42 @@ async function makeHandler() {
   return { handler, reached };
 }
 
+/** Sends `count` seeded random requests; answers what came back, by status. */
+async function sweep(handler: Handler, seed: number, count: number) {
+  const next = random(seed);
+  const failures: string[] = [];
+  const statusCounts: Record<number, number> = {};
+  let built = 0;
+  for (let i = 0; i < count; i++) {
+    const method = pick(next, METHODS);
+    const path = pick(next, PATHS);
+    const headers = new Headers();
+    for (const [name, values] of Object.entries(HEADER_VALUES)) {
+      if (next() < 0.35) headers.set(name, pick(next, values));
+    }
+    const canHaveBody = method !== "GET" && method !== "HEAD";
+    const body = canHaveBody && next() < 0.7 ? pick(next, BODIES) : undefined;
+    let request: Request;
+    try {
+      request = new Request(`https://app.example${path}`, { method, headers, body });
+    } catch {
+      continue; // Fetch itself refuses it; no server would see it in this shape
+    }
+    const response = await handler(request, `203.0.113.${i % 200}`);
+    await response.arrayBuffer();
+    statusCounts[response.status] = (statusCounts[response.status] ?? 0) + 1;
+    built++;
+    if (response.status >= 500) {
+      failures.push(`#${i} ${method} ${path.slice(0, 40)} → ${response.status}`);
+    }
+  }
+  return { failures, statusCounts, built };
+}
+
 describe("malformed and hostile requests through the whole chain", () => {
   it("never answer 500 across 1500 seeded combinations of bad paths, headers and bodies", async () => {
     const { handler, reached } = await makeHandler();
-    const next = random(20261122);
-    const failures: string[] = [];
-    const statusCounts: Record<number, number> = {};
-    let built = 0;
-    for (let i = 0; i < 1500; i++) {
-      const method = pick(next, METHODS);
-      const path = pick(next, PATHS);
-      const headers = new Headers();
-      for (const [name, values] of Object.entries(HEADER_VALUES)) {
-        if (next() < 0.35) headers.set(name, pick(next, values));
-      }
-      const canHaveBody = method !== "GET" && method !== "HEAD";
-      const body = canHaveBody && next() < 0.7 ? pick(next, BODIES) : undefined;
-      let request: Request;
-      try {
-        request = new Request(`https://app.example${path}`, { method, headers, body });
-      } catch {
-        continue; // Fetch itself refuses it; no server would see it in this shape
-      }
-      const response = await handler(request, `203.0.113.${i % 200}`);
-      await response.arrayBuffer();
-      statusCounts[response.status] = (statusCounts[response.status] ?? 0) + 1;
-      built++;
-      if (response.status >= 500) {
-        failures.push(`#${i} ${method} ${path.slice(0, 40)} → ${response.status}`);
-      }
-    }
+    const { failures, statusCounts, built } = await sweep(handler, 20261122, 1500);
     expect(failures).toEqual([]);
     // The sweep reached past every kind of gate, not just the first one.
     expect(built).toBeGreaterThan(1000);
@@ -207,6 +214,30 @@ describe("malformed and hostile requests through the whole chain", () => {
     expect(reached.length).toBeGreaterThan(0);
     for (const entry of reached) expect(entry).toMatch(/^(ada .*|anonymous GET \/public(\/.*)?)$/);
   }, 60_000);
+
+  it.each([
+    ["the default legs", {}],
+    ["no session leg", { session: false }],
+    ["neither sessions nor CSRF", { session: false, csrf: false }],
+  ] as const)(
+    "never answer 500 with %s",
+    async (_label, legs) => {
+      const handler = newChain({
+        ...legs,
+        authorization: routes([
+          match("GET", "/public/**").permitAll(),
+          anyRequest().authenticated(),
+        ]),
+        onError: (error) => {
+          throw new Error(`a leg failed on client input: ${String(error)}`);
+        },
+      }).wrap(() => new Response("ok"));
+      const { failures, statusCounts } = await sweep(handler, 7239, 500);
+      expect(failures).toEqual([]);
+      for (const status of [200, 400, 401]) expect(statusCounts[status]).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 
   it("never answer 500 to 400 bad login and logout bodies that carry a valid session and token", async () => {
     const { handler } = await makeHandler();
