@@ -26,8 +26,17 @@ export interface LoginThrottleOptions {
   readonly maxFailuresPerClient?: number;
   /** How long failures are remembered. Default 15 minutes. */
   readonly windowMs?: number;
-  /** Default: a `MemoryLoginAttemptStore`. */
+  /**
+   * Default: a `MemoryLoginAttemptStore` (one process). Behind a load balancer
+   * use a shared one, such as `RedisLoginAttemptStore`, or each instance grants
+   * its own allowance.
+   */
   readonly store?: LoginAttemptStore;
+  /**
+   * Told about every failure of the store. Sign-in then answers 503 rather than
+   * going on unthrottled. Default: `console.error`.
+   */
+  readonly onStoreError?: (error: unknown) => void;
 }
 
 export interface LoginOptions {
@@ -122,7 +131,12 @@ function loginLeg(options: LoginOptions): Middleware {
       const at = now();
       const keys = throttle ? throttleKeys(credentials.username, clientKey(request)) : [];
       if (throttle) {
-        const retryAt = await throttledUntil(throttle, keys, at);
+        let retryAt: number | undefined;
+        try {
+          retryAt = await throttledUntil(throttle, keys, at);
+        } catch (error) {
+          return storeFailed(throttle, error);
+        }
         if (retryAt !== undefined) {
           return problemResponse(429, {
             detail: "Too many failed logins; try again later.",
@@ -135,17 +149,28 @@ function loginLeg(options: LoginOptions): Middleware {
       const hash = user?.passwordHash ?? (await unknownUserHash());
       const ok = (await encoder.verify(credentials.password, hash)) && user !== undefined;
       if (!ok) {
-        if (throttle)
-          await Promise.all(
-            keys.map(([key, _max]) => throttle.store.fail(key, throttle.windowMs, at)),
-          );
+        if (throttle) {
+          try {
+            await Promise.all(
+              keys.map(([key, _max]) => throttle.store.fail(key, throttle.windowMs, at)),
+            );
+          } catch (error) {
+            return storeFailed(throttle, error);
+          }
+        }
         return form && options.failureRedirect
           ? redirect(options.failureRedirect)
           : problemResponse(401, { detail: "Bad credentials." });
       }
       // Only the username's counter: a client that owns one account must not be able
       // to clear its own failures by signing in between guesses at other accounts.
-      if (throttle) await throttle.store.reset(keys[0]?.[0] as string);
+      if (throttle) {
+        try {
+          await throttle.store.reset(keys[0]?.[0] as string);
+        } catch (error) {
+          return storeFailed(throttle, error);
+        }
+      }
       await signIn(session, user);
       if (options.onPasswordUpgrade !== undefined && encoder.needsRehash(user.passwordHash)) {
         await options.onPasswordUpgrade(user, await encoder.hash(credentials.password));
@@ -165,7 +190,20 @@ async function signIn(session: Session, user: LoginUser): Promise<void> {
   await session.save();
 }
 
-type Throttle = Required<Omit<LoginThrottleOptions, "store">> & { store: LoginAttemptStore };
+type Throttle = Required<Omit<LoginThrottleOptions, "store" | "onStoreError">> & {
+  store: LoginAttemptStore;
+  onStoreError: (error: unknown) => void;
+};
+
+/** The attempt store failed: sign-in stops rather than going on without throttling. */
+function storeFailed(throttle: Throttle, error: unknown): Response {
+  try {
+    throttle.onStoreError(error);
+  } catch {
+    // A failing logger must not change the answer.
+  }
+  return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
+}
 
 function throttleSettings(options: LoginThrottleOptions): Throttle {
   const settings = {
@@ -173,7 +211,19 @@ function throttleSettings(options: LoginThrottleOptions): Throttle {
     maxFailuresPerClient: options.maxFailuresPerClient ?? 20,
     windowMs: options.windowMs ?? 15 * 60_000,
     store: options.store ?? new MemoryLoginAttemptStore(),
+    onStoreError:
+      options.onStoreError ??
+      ((error: unknown) => console.error("portcullis: login-attempt store failed", error)),
   };
+  if (typeof settings.onStoreError !== "function")
+    throw new InvalidOptionsError("login throttle: onStoreError must be a function");
+  const store = settings.store as Partial<LoginAttemptStore> | null;
+  if (
+    typeof store?.failures !== "function" ||
+    typeof store.fail !== "function" ||
+    typeof store.reset !== "function"
+  )
+    throw new InvalidOptionsError("login throttle: store must implement LoginAttemptStore");
   for (const name of ["maxFailuresPerUser", "maxFailuresPerClient", "windowMs"] as const) {
     if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
       throw new InvalidOptionsError(`login throttle: ${name} must be a positive integer`);

@@ -1,4 +1,8 @@
 export {
+  RedisLoginAttemptStore,
+  type RedisLoginAttemptStoreOptions,
+} from "./login-attempt-store.ts";
+export {
   RATE_LIMIT_SCRIPT,
   RedisRateLimitStore,
   type RedisRateLimitStoreOptions,

@@ -1,18 +1,9 @@
-import { createHash } from "node:crypto";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { RateLimitDecision, RateLimitPolicy } from "../../ratelimit/algorithms.ts";
 import type { RateLimitStore } from "../../ratelimit/store.ts";
+import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
 
-/**
- * The part of a node-redis v5 client (`createClient()`, also a cluster client)
- * the store uses. Typed structurally so the store does not pin node-redis's
- * generics and tests can wrap a client.
- */
-export interface RedisScriptingClient {
-  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
-  del(keys: string | string[]): Promise<unknown>;
-}
+export type { RedisScriptingClient } from "./script.ts";
 
 export interface RedisRateLimitStoreOptions {
   /** A connected node-redis v5 client; the store never connects or closes it. */
@@ -118,7 +109,7 @@ redis.call('PEXPIRE', key, math.max(1, math.ceil(expiresAt - now)))
 return { allowed and 1 or 0, remaining, resetAt, retryAt }
 `;
 
-const SCRIPT_SHA1 = createHash("sha1").update(RATE_LIMIT_SCRIPT).digest("hex");
+const SCRIPT = new RedisScript(RATE_LIMIT_SCRIPT);
 
 /** `RateLimitStore` on Redis (node-redis v5), shared by every instance of an application. */
 export class RedisRateLimitStore implements RateLimitStore {
@@ -144,7 +135,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       keys: [this.#prefix + key],
       arguments: [policy.algorithm, String(policy.limit), String(policy.windowMs), String(now)],
     };
-    const reply = await this.#withTimeout(this.#run(args));
+    const reply = await withTimeout(SCRIPT.run(this.#client, args), this.#timeoutMs);
     if (!Array.isArray(reply) || reply.length !== 4 || !reply.every(Number.isFinite))
       throw new TypeError("unexpected reply from the rate-limit script");
     const [allowed, remaining, resetAt, retryAt] = reply as [number, number, number, number];
@@ -152,27 +143,6 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async reset(key: string): Promise<void> {
-    await this.#withTimeout(this.#client.del(this.#prefix + key));
-  }
-
-  async #run(args: { keys: string[]; arguments: string[] }): Promise<unknown> {
-    try {
-      return await this.#client.evalSha(SCRIPT_SHA1, args);
-    } catch (error) {
-      // Redis forgets scripts on restart or SCRIPT FLUSH; EVAL sends it again and caches it.
-      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
-      return this.#client.eval(RATE_LIMIT_SCRIPT, args);
-    }
-  }
-
-  #withTimeout<T>(promise: Promise<T>): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis did not answer within ${this.#timeoutMs} ms`)),
-        this.#timeoutMs,
-      );
-    });
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+    await withTimeout(this.#client.del(this.#prefix + key), this.#timeoutMs);
   }
 }
