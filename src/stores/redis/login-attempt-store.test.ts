@@ -1,23 +1,11 @@
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { PASSWORDS, testApp } from "../../testing/session-app.ts";
 import { RedisLoginAttemptStore } from "./login-attempt-store.ts";
 import type { RedisScriptingClient } from "./script.ts";
+import { redisForTests } from "./testing/redis.ts";
 
-const client = createClient({ url: process.env.PORTCULLIS_REDIS_URL ?? "redis://127.0.0.1:6379" });
-const prefix = `portcullis-test:${crypto.randomUUID()}:`;
-
-beforeAll(async () => {
-  // No skip: the shared-store tests fail when Redis cannot be reached.
-  await client.connect();
-});
-
-afterAll(async () => {
-  const keys = await client.keys(`${prefix}*`);
-  if (keys.length > 0) await client.del(keys);
-  await client.quit();
-});
+const { client, prefix } = redisForTests();
 
 describe("RedisLoginAttemptStore on a real Redis", () => {
   it("counts failures per key within a window that starts with the first one, and resets", async () => {

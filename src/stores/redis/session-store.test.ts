@@ -1,24 +1,12 @@
-import { createClient } from "redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { newHandler } from "../../chain/index.ts";
 import { createAuthentication } from "../../core/index.ts";
 import { authz } from "../../index.ts";
 import { sessionFrom, sessions } from "../../session/index.ts";
 import { RedisSessionStore } from "./session-store.ts";
+import { redisForTests } from "./testing/redis.ts";
 
-const client = createClient({ url: process.env.PORTCULLIS_REDIS_URL ?? "redis://127.0.0.1:6379" });
-const prefix = `portcullis-test:${crypto.randomUUID()}:`;
-
-beforeAll(async () => {
-  // No skip: the shared-store tests fail when Redis cannot be reached.
-  await client.connect();
-});
-
-afterAll(async () => {
-  const keys = await client.keys(`${prefix}*`);
-  if (keys.length > 0) await client.del(keys);
-  await client.quit();
-});
+const { client, prefix } = redisForTests();
 
 const record = {
   data: { cart: [1, 2] },
