@@ -1,6 +1,10 @@
-import { InvalidOptionsError } from "../../core/errors.ts";
 import type { LoginAttemptStore } from "../../login/attempts.ts";
-import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
+import {
+  RedisScript,
+  type RedisScriptingClient,
+  scriptedStoreOptions,
+  withTimeout,
+} from "./script.ts";
 
 export interface RedisLoginAttemptStoreOptions {
   /** A connected node-redis v5 client; the store never connects or closes it. */
@@ -38,20 +42,11 @@ export class RedisLoginAttemptStore implements LoginAttemptStore {
   readonly #timeoutMs: number;
 
   constructor(options: RedisLoginAttemptStoreOptions) {
-    const client = options?.client;
-    if (
-      typeof client?.evalSha !== "function" ||
-      typeof client.eval !== "function" ||
-      typeof client.del !== "function"
-    )
-      throw new InvalidOptionsError("RedisLoginAttemptStore needs a node-redis v5 client");
-    this.#client = client;
-    this.#prefix = options.prefix ?? "portcullis:login:";
-    if (typeof this.#prefix !== "string")
-      throw new InvalidOptionsError("RedisLoginAttemptStore prefix must be a string");
-    this.#timeoutMs = options.timeoutMs ?? 1000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1)
-      throw new InvalidOptionsError("RedisLoginAttemptStore timeoutMs must be a positive integer");
+    ({
+      client: this.#client,
+      prefix: this.#prefix,
+      timeoutMs: this.#timeoutMs,
+    } = scriptedStoreOptions("RedisLoginAttemptStore", options, "portcullis:login:"));
   }
 
   async failures(key: string, now: number): Promise<{ count: number; resetAt: number }> {

@@ -1,7 +1,11 @@
-import { InvalidOptionsError } from "../../core/errors.ts";
 import type { RateLimitDecision, RateLimitPolicy } from "../../ratelimit/algorithms.ts";
 import type { RateLimitStore } from "../../ratelimit/store.ts";
-import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
+import {
+  RedisScript,
+  type RedisScriptingClient,
+  scriptedStoreOptions,
+  withTimeout,
+} from "./script.ts";
 
 export type { RedisScriptingClient } from "./script.ts";
 
@@ -118,16 +122,11 @@ export class RedisRateLimitStore implements RateLimitStore {
   readonly #timeoutMs: number;
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const client = options?.client;
-    if (typeof client?.evalSha !== "function" || typeof client.eval !== "function")
-      throw new InvalidOptionsError("RedisRateLimitStore needs a node-redis v5 client");
-    this.#client = client;
-    this.#prefix = options.prefix ?? "portcullis:ratelimit:";
-    if (typeof this.#prefix !== "string")
-      throw new InvalidOptionsError("RedisRateLimitStore prefix must be a string");
-    this.#timeoutMs = options.timeoutMs ?? 1000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1)
-      throw new InvalidOptionsError("RedisRateLimitStore timeoutMs must be a positive integer");
+    ({
+      client: this.#client,
+      prefix: this.#prefix,
+      timeoutMs: this.#timeoutMs,
+    } = scriptedStoreOptions("RedisRateLimitStore", options, "portcullis:ratelimit:"));
   }
 
   async hit(key: string, policy: RateLimitPolicy, now: number): Promise<RateLimitDecision> {

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { InvalidOptionsError } from "../../core/errors.ts";
 
 /**
  * The node-redis v5 commands (`createClient()`, or a cluster client) the
@@ -46,4 +47,35 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** What the scripted Redis stores take: a client, a key prefix and a time limit. */
+export interface ScriptedStoreOptions {
+  /** A connected node-redis v5 client; the store never connects or closes it. */
+  readonly client: RedisScriptingClient;
+  /** Prepended to every key the store writes. */
+  readonly prefix?: string;
+  /** A call Redis has not answered within this many milliseconds rejects. Default 1000. */
+  readonly timeoutMs?: number;
+}
+
+/** Validates a scripted store's options, throwing `InvalidOptionsError`, and fills in the defaults. */
+export function scriptedStoreOptions(
+  store: string,
+  options: ScriptedStoreOptions,
+  defaultPrefix: string,
+): { client: RedisScriptingClient; prefix: string; timeoutMs: number } {
+  const client = options?.client;
+  if (
+    typeof client?.evalSha !== "function" ||
+    typeof client.eval !== "function" ||
+    typeof client.del !== "function"
+  )
+    throw new InvalidOptionsError(`${store} needs a node-redis v5 client`);
+  const prefix = options.prefix ?? defaultPrefix;
+  if (typeof prefix !== "string") throw new InvalidOptionsError(`${store} prefix must be a string`);
+  const timeoutMs = options.timeoutMs ?? 1000;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
+    throw new InvalidOptionsError(`${store} timeoutMs must be a positive integer`);
+  return { client, prefix, timeoutMs };
 }
