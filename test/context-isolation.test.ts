@@ -3,12 +3,12 @@ import {
   authz,
   type BasicAuthUser,
   basicAuth,
-  LoginEndpoint,
   type Middleware,
   mustAuthentication,
   newHandler,
 } from "portcullis";
 import { describe, expect, it } from "vitest";
+import { LoginEndpoint } from "../src/login/endpoint.ts";
 import { basicHeader, randomDelay } from "./helpers.ts";
 
 const COUNT = 200;

@@ -1,5 +1,5 @@
 export { type LoginAttemptStore, MemoryLoginAttemptStore } from "./attempts.ts";
-export { LoginEndpoint } from "./endpoint.ts";
+export type { LoginEndpoint } from "./endpoint.ts";
 export {
   type LoginOptions,
   type LoginThrottleOptions,
