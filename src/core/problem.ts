@@ -17,12 +17,15 @@ export interface ProblemInit {
   readonly detail?: string;
   /** Defaults to `about:blank` (RFC 9457 §4.2.1). */
   readonly type?: string;
+  /** Extension members the problem type defines; they never override the standard ones. */
+  readonly extensions?: Readonly<Record<string, unknown>>;
   readonly headers?: HeadersInit;
 }
 
 /** An RFC 9457 problem-details response. */
 export function problemResponse(status: number, init: ProblemInit = {}): Response {
   const body: Record<string, unknown> = {
+    ...init.extensions,
     type: init.type ?? "about:blank",
     title: init.title ?? titles[status] ?? "Error",
     status,

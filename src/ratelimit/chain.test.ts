@@ -64,6 +64,7 @@ describe("principal-keyed rate limits in the chain", () => {
     const refused = await handler(get("dave"), "203.0.113.5");
     expect(refused.status).toBe(429);
     expect(refused.headers.get("ratelimit")).toMatch(/^"client";r=0;t=\d+$/);
+    await expect(refused.json()).resolves.toMatchObject({ "violated-policies": ["client"] });
   });
 
   it("keeps all rules together outside the chain", async () => {

@@ -62,7 +62,11 @@ describe("rateLimit", () => {
     const denied = await send();
     expect(denied.status).toBe(429);
     expect(denied.headers.get("content-type")).toBe("application/problem+json");
-    expect(await denied.json()).toMatchObject({ status: 429, title: "Too Many Requests" });
+    expect(await denied.json()).toMatchObject({
+      type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+      status: 429,
+      title: "Too Many Requests",
+    });
     const retryAfter = denied.headers.get("retry-after") ?? "";
     expect(retryAfter).toMatch(/^[1-9]\d*$/);
     expect(Number(retryAfter)).toBe(20); // the clock starts 40 s into a minute

@@ -105,6 +105,8 @@ interface Counted {
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+// The problem type draft-ietf-httpapi-ratelimit-headers registers for a spent quota.
+const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ALGORITHM_CODES: Record<RateLimitAlgorithm, string> = {
   "fixed-window": "fw",
@@ -256,13 +258,21 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       }
 
       let retryAt: number | undefined;
-      for (const { decision } of counted) {
-        if (!decision.allowed) retryAt = Math.max(retryAt ?? now, decision.retryAt);
+      const violated: string[] = [];
+      for (const { rule, decision } of counted) {
+        if (decision.allowed) continue;
+        retryAt = Math.max(retryAt ?? now, decision.retryAt);
+        violated.push(rule.name);
       }
       if (retryAt !== undefined) {
         const fields = new Headers({ "retry-after": String(seconds(retryAt - now, 1)) });
         if (headers) setFields(fields, counted, now);
-        return problemResponse(429, { detail: "Too many requests; retry later.", headers: fields });
+        return problemResponse(429, {
+          type: QUOTA_EXCEEDED,
+          detail: "Too many requests; retry later.",
+          extensions: { "violated-policies": violated },
+          headers: fields,
+        });
       }
 
       if (part === "late") {
