@@ -123,4 +123,11 @@ export async function inProcess(): Promise<void> {
   console.log(
     `authorization leg alone: ${(authzResult.microsPerOp - bound.microsPerOp).toFixed(2)} µs/request over the handler with the principal bound`,
   );
+  // The control does almost nothing more than bare; a large gap means the machine was busy.
+  const drift = bound.microsPerOp - baseline.microsPerOp;
+  if (Math.abs(drift) > 1) {
+    console.log(
+      `warning: the control contender is ${drift.toFixed(2)} µs/request off bare; the machine was busy during this run, so rerun before quoting figures`,
+    );
+  }
 }
