@@ -31,6 +31,34 @@ describe("MemorySessionStore", () => {
     expect(store.size).toBeLessThanOrEqual(1000);
   });
 
+  it("never lets a flood of anonymous sessions push signed-in users out", async () => {
+    const store = new MemorySessionStore({ maxEntries: 100 });
+    const signedIn = record({ principal: { name: "ada", authorities: ["ADMIN"] } });
+    for (let i = 0; i < 10; i++) await store.set(`user-${i}`, signedIn, 60_000);
+    for (let i = 0; i < 20_000; i++) await store.set(`flood-${i}`, record(), 60_000);
+    expect(store.size).toBe(100);
+    for (let i = 0; i < 10; i++) await expect(store.get(`user-${i}`)).resolves.toBeDefined();
+    // Once only signed-in sessions are left, the oldest of them goes.
+    const full = new MemorySessionStore({ maxEntries: 2 });
+    await full.set("a", signedIn, 60_000);
+    await full.set("b", signedIn, 60_000);
+    await full.set("c", signedIn, 60_000);
+    await expect(full.get("a")).resolves.toBeUndefined();
+    await expect(full.get("c")).resolves.toBeDefined();
+  });
+
+  it("moves a session between the anonymous and signed-in pools as its principal changes", async () => {
+    const store = new MemorySessionStore({ maxEntries: 2 });
+    await store.set("s", record(), 60_000);
+    await store.set("s", record({ principal: { name: "ada", authorities: [] } }), 60_000);
+    await store.set("x", record(), 60_000);
+    await store.set("y", record(), 60_000);
+    expect(store.size).toBe(2);
+    await expect(store.get("s")).resolves.toMatchObject({ principal: { name: "ada" } });
+    await store.delete("s");
+    expect(store.size).toBe(1);
+  });
+
   it("evicts by last write: rewriting an id protects it from eviction", async () => {
     const store = new MemorySessionStore({ maxEntries: 3 });
     await store.set("a", record(), 60_000);

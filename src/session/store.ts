@@ -27,16 +27,19 @@ export interface MemorySessionStoreOptions {
 
 /**
  * A process-local store, bounded in entries and TTL-aware: a flood of new
- * sessions evicts the oldest rather than exhausting memory. Sessions live only
- * as long as the process and are not shared between instances. `get()`
- * answers a deep-frozen record: copy it before changing anything.
+ * sessions evicts old ones rather than exhausting memory. Anonymous sessions
+ * (no principal) go first, least recently written first: anyone can create
+ * those by the thousand, so they must never push signed-in users out. Sessions
+ * live only as long as the process and are not shared between instances.
+ * `get()` answers a deep-frozen record: copy it before changing anything.
  */
 export class MemorySessionStore implements SessionStore {
   // Records are stored as deep-frozen copies made through JSON, as a shared store
   // would hold them: nothing a caller does to a record it wrote or read can change
   // the stored one, and a read costs no parse or copy. The session copies the data
-  // on first use.
-  readonly #entries = new Map<string, { record: SessionRecord; expiresAt: number }>();
+  // on first use. Map order is write order, so each map's first key is its oldest.
+  readonly #anonymous = new Map<string, Entry>();
+  readonly #signedIn = new Map<string, Entry>();
   readonly #max: number;
   readonly #now: () => number;
 
@@ -49,35 +52,48 @@ export class MemorySessionStore implements SessionStore {
   }
 
   get size(): number {
-    return this.#entries.size;
+    return this.#anonymous.size + this.#signedIn.size;
   }
 
   async get(id: string): Promise<SessionRecord | undefined> {
-    const entry = this.#entries.get(id);
-    if (entry === undefined) return undefined;
+    let map = this.#signedIn;
+    let entry = map.get(id);
+    if (entry === undefined) {
+      map = this.#anonymous;
+      entry = map.get(id);
+      if (entry === undefined) return undefined;
+    }
     if (entry.expiresAt <= this.#now()) {
-      this.#entries.delete(id);
+      map.delete(id);
       return undefined;
     }
     return entry.record;
   }
 
   async set(id: string, record: SessionRecord, ttlMs: number): Promise<void> {
-    // Re-inserting moves the id to the end, so iteration order is least recently written first.
-    this.#entries.delete(id);
+    // Re-inserting moves the id to the end: the least recently written stays first.
+    this.#anonymous.delete(id);
+    this.#signedIn.delete(id);
     if (ttlMs <= 0) return;
     // What JSON cannot hold fails here, as it would in a shared store.
     const copy = deepFreeze(JSON.parse(JSON.stringify(record)) as SessionRecord);
-    this.#entries.set(id, { record: copy, expiresAt: this.#now() + ttlMs });
-    while (this.#entries.size > this.#max) {
-      const oldest = this.#entries.keys().next().value as string;
-      this.#entries.delete(oldest);
+    const map = copy.principal === undefined ? this.#anonymous : this.#signedIn;
+    map.set(id, { record: copy, expiresAt: this.#now() + ttlMs });
+    while (this.size > this.#max) {
+      const from = this.#anonymous.size > 0 ? this.#anonymous : this.#signedIn;
+      from.delete(from.keys().next().value as string);
     }
   }
 
   async delete(id: string): Promise<void> {
-    this.#entries.delete(id);
+    this.#anonymous.delete(id);
+    this.#signedIn.delete(id);
   }
+}
+
+interface Entry {
+  readonly record: SessionRecord;
+  readonly expiresAt: number;
 }
 
 function deepFreeze<T>(value: T): T {
