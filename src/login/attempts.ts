@@ -10,10 +10,14 @@ export interface LoginAttemptStore {
   reset(key: string): Promise<void>;
 }
 
+// How many of the oldest counters an eviction looks at.
+const EVICTION_SCAN = 16;
+
 /**
- * Process-local, bounded attempt counters. Past `maxEntries` the oldest
- * counter is forgotten, so a flood of made-up usernames cannot exhaust memory;
- * the per-client counter still throttles such a flood.
+ * Process-local, bounded attempt counters. Past `maxEntries` a counter is
+ * forgotten (an expired one, else the one with the fewest failures among the
+ * oldest), so a flood of made-up usernames neither exhausts memory nor
+ * pushes out the counter of an account that is being guessed at.
  */
 export class MemoryLoginAttemptStore implements LoginAttemptStore {
   readonly #entries = new Map<string, { count: number; resetAt: number }>();
@@ -46,8 +50,29 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
         ? { count: entry.count + 1, resetAt: entry.resetAt }
         : { count: 1, resetAt: now + windowMs },
     );
-    while (this.#entries.size > this.#max)
-      this.#entries.delete(this.#entries.keys().next().value as string);
+    while (this.#entries.size > this.#max) this.#evict(now);
+  }
+
+  // Of the oldest few counters, an expired one goes, else the one with the fewest
+  // failures: a flood of made-up usernames (one failure each) cannot push out the
+  // counter of an account under attack.
+  #evict(now: number): void {
+    let victim: string | undefined;
+    let fewest = Number.POSITIVE_INFINITY;
+    let seen = 0;
+    for (const [key, entry] of this.#entries) {
+      if (entry.resetAt <= now) {
+        victim = key;
+        break;
+      }
+      // On a tie the newer goes: the older counter has been failing longer.
+      if (entry.count <= fewest) {
+        victim = key;
+        fewest = entry.count;
+      }
+      if (++seen === EVICTION_SCAN) break;
+    }
+    this.#entries.delete(victim as string);
   }
 
   async reset(key: string): Promise<void> {

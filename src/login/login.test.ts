@@ -578,12 +578,33 @@ describe("failed-login throttling", () => {
 });
 
 describe("MemoryLoginAttemptStore", () => {
+  it("keeps the counter of an account under attack through a flood of made-up usernames", async () => {
+    const store = new MemoryLoginAttemptStore({ maxEntries: 100 });
+    for (let i = 0; i < 5; i++) await store.fail("user:alice", 60_000, 0);
+    for (let i = 0; i < 10_000; i++) await store.fail(`user:made-up-${i}`, 60_000, 1);
+    expect(store.size).toBe(100);
+    await expect(store.failures("user:alice", 2)).resolves.toMatchObject({ count: 5 });
+    // Expired counters are the first to go.
+    const expiring = new MemoryLoginAttemptStore({ maxEntries: 2 });
+    for (let i = 0; i < 3; i++) await expiring.fail("user:old", 10, 0);
+    await expiring.fail("user:a", 60_000, 0);
+    await expiring.fail("user:a", 60_000, 0);
+    await expiring.fail("user:b", 60_000, 20);
+    await expect(expiring.failures("user:old", 20)).resolves.toMatchObject({ count: 0 });
+    await expect(expiring.failures("user:a", 20)).resolves.toMatchObject({ count: 2 });
+    await expect(expiring.failures("user:b", 20)).resolves.toMatchObject({ count: 1 });
+  });
+
   it("stays bounded", async () => {
     const store = new MemoryLoginAttemptStore({ maxEntries: 100 });
     for (let i = 0; i < 10_000; i++) await store.fail(`user:${i}`, 60_000, 0);
     expect(store.size).toBeLessThanOrEqual(100);
     expect((await store.failures("user:9999", 0)).count).toBe(1);
-    expect((await store.failures("user:0", 0)).count).toBe(0);
+    // Once their window is over, the counters left from the flood go first.
+    for (let i = 0; i < 100; i++) await store.fail(`later:${i}`, 60_000, 60_000);
+    expect(store.size).toBe(100);
+    expect((await store.failures("user:0", 60_000)).count).toBe(0);
+    expect((await store.failures("later:0", 60_000)).count).toBe(1);
   });
 
   it("counts failures within a window that starts at the first failure", async () => {
