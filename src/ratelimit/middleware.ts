@@ -177,7 +177,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     } else {
       return customKey(rule, request, address);
     }
-    return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
+    return counterKey(rule, part);
   };
 
   const customKey = async (
@@ -186,8 +186,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     address: AddressKey,
   ): Promise<string> => {
     const value = await (rule.key as Exclude<RateLimitKey, string>)(request);
-    const part = typeof value === "string" && value !== "" ? `k:${value}` : address.get();
-    return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
+    return counterKey(
+      rule,
+      typeof value === "string" && value !== "" ? `k:${value}` : address.get(),
+    );
   };
 
   const count = async (
@@ -341,6 +343,11 @@ class AddressKey {
     this.#value ??= this.#resolve(this.#request);
     return this.#value;
   }
+}
+
+/** The store key for `part` under `rule`; long parts are hashed, so a client cannot bloat keys. */
+function counterKey(rule: CompiledRule, part: string): string | Promise<string> {
+  return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
 }
 
 async function hashedKey(rule: CompiledRule, part: string): Promise<string> {
