@@ -57,6 +57,7 @@ export {
   PortcullisError,
 } from "./errors.ts";
 export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";
+export { rejectUnknownKeys } from "./options.ts";
 export { existingOutbox, outboxOf, ResponseOutbox } from "./outbox.ts";
 export {
   MATCH_PATH,
@@ -75,3 +76,10 @@ export {
 } from "./problem.ts";
 export { setIfAbsent, withHeaders } from "./response.ts";
 export { timingSafeEqual } from "./timing-safe.ts";
+export {
+  onWarning,
+  type PortcullisWarning,
+  resetWarnings,
+  type WarningCode,
+  type WarningListener,
+} from "./warning.ts";

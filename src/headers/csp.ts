@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
-import { kebabCase, knownKeys } from "./validate.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { kebabCase } from "./validate.ts";
 
 /**
  * One CSP directive: a list of source expressions (`["'self'", "https:"]`, or
@@ -132,7 +133,7 @@ export function compileCsp(options: ContentSecurityPolicyOptions): CompiledCsp {
       "securityHeaders: contentSecurityPolicy must be an object or false",
     );
   }
-  knownKeys("securityHeaders: contentSecurityPolicy", options, [
+  rejectUnknownKeys("securityHeaders: contentSecurityPolicy", options, [
     "directives",
     "useDefaults",
     "nonce",

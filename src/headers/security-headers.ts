@@ -1,10 +1,11 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { withHeaders } from "../core/response.ts";
 import { type CompiledCsp, type ContentSecurityPolicyOptions, compileCsp } from "./csp.ts";
 import { compilePermissionsPolicy, type PermissionsPolicyFeatures } from "./permissions-policy.ts";
-import { headerValue, knownKeys, oneOf } from "./validate.ts";
+import { headerValue, oneOf } from "./validate.ts";
 
 export interface StrictTransportSecurityOptions {
   /** Seconds browsers keep to HTTPS. Default `31536000` (one year). */
@@ -147,7 +148,7 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): Middlewar
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionsError("securityHeaders: options must be an object");
   }
-  knownKeys("securityHeaders", options, OPTION_NAMES);
+  rejectUnknownKeys("securityHeaders", options, OPTION_NAMES);
   const o = { ...SECURITY_HEADERS_DEFAULTS, ...withoutUndefined(options) };
 
   const names: string[] = [];
@@ -309,7 +310,7 @@ function hstsValue(options: StrictTransportSecurityOptions): string {
       "securityHeaders: strictTransportSecurity must be an object or false",
     );
   }
-  knownKeys("securityHeaders: strictTransportSecurity", options, [
+  rejectUnknownKeys("securityHeaders: strictTransportSecurity", options, [
     "maxAge",
     "includeSubDomains",
     "preload",

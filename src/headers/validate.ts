@@ -18,13 +18,6 @@ export function headerValue(option: string, value: string): string {
   return value;
 }
 
-/** Throws when `options` has a key not in `known`, so a misspelt option cannot be silently ignored. */
-export function knownKeys(where: string, options: object, known: readonly string[]): void {
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key)) throw new InvalidOptionsError(`${where}: unknown option ${key}`);
-  }
-}
-
 /** `value` if it is one of `allowed`, else throws. */
 export function oneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {

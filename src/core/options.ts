@@ -1,0 +1,23 @@
+import { InvalidOptionsError } from "./errors.ts";
+
+/**
+ * Throws when `options` has an own key outside `known`, naming it: a misspelt
+ * option (`mathc` for `match`) must fail when the middleware is built, not be
+ * ignored and leave the protection it meant to configure off.
+ */
+export function rejectUnknownKeys(
+  where: string,
+  options: object | undefined,
+  known: readonly string[],
+): void {
+  if (options === undefined || options === null) return;
+  if (typeof options !== "object")
+    throw new InvalidOptionsError(`${where}: options must be an object`);
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      throw new InvalidOptionsError(
+        `${where}: unknown option ${JSON.stringify(key)} (known: ${known.join(", ")})`,
+      );
+    }
+  }
+}
