@@ -1,22 +1,29 @@
 import {
   authenticationFrom,
   authz,
-  type BasicAuthUser,
   basicAuth,
+  type LoginUser,
   type Middleware,
   mustAuthentication,
   newHandler,
+  passwordCredentials,
 } from "portcullis";
 import { describe, expect, it } from "vitest";
 import { LoginEndpoint } from "../src/login/endpoint.ts";
+import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
 import { basicHeader, randomDelay } from "./helpers.ts";
 
 const COUNT = 200;
 
-const users = new Map<string, BasicAuthUser>();
+const users = new Map<string, LoginUser>();
 for (let i = 0; i < COUNT; i++) {
-  users.set(`user${i}`, { name: `user${i}`, authorities: [`ROLE_${i}`], password: `pw-${i}` });
+  users.set(`user${i}`, {
+    name: `user${i}`,
+    authorities: [`ROLE_${i}`],
+    passwordHash: `{plain}pw-${i}`,
+  });
 }
+const plain = plainTextEncoder();
 
 /** A leg that waits a random moment before and after the rest of the chain. */
 const slow: Middleware =
@@ -62,14 +69,19 @@ describe("context isolation under concurrency", () => {
         session: slow,
         authentication: [
           basicAuth({
-            findUser: async (name) => {
-              await randomDelay();
-              return users.get(name);
-            },
-            verifyPassword: async (presented, stored) => {
-              await randomDelay();
-              return presented === stored;
-            },
+            credentials: passwordCredentials({
+              findUser: async (name) => {
+                await randomDelay();
+                return users.get(name);
+              },
+              passwordEncoder: {
+                ...plain,
+                verify: async (presented, stored) => {
+                  await randomDelay();
+                  return plain.verify(presented, stored);
+                },
+              },
+            }),
           }),
           stablePrincipal,
         ],
@@ -106,7 +118,13 @@ describe("context isolation under concurrency", () => {
       },
       {
         session: slow,
-        authentication: basicAuth({ findUser: (name) => users.get(name), required: false }),
+        authentication: basicAuth({
+          credentials: passwordCredentials({
+            findUser: (name) => users.get(name),
+            passwordEncoder: plain,
+          }),
+          required: false,
+        }),
         authorization: authz.routes([authz.anyRequest().authenticated()]),
       },
     );

@@ -14,12 +14,14 @@ import {
   login,
   mustAuthentication,
   newChain,
+  passwordCredentials,
   rateLimit,
   ScryptPasswordEncoder,
   sessions,
 } from "portcullis";
 import { nodeListener } from "portcullis/adapters/node";
 import { describe, expect, it } from "vitest";
+import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
 
 const { anyRequest, match, routes } = authz;
 const ORIGIN = "https://app.example.test";
@@ -143,10 +145,18 @@ async function makeChain() {
     session: sessions(),
     authentication: basicAuth({
       required: false,
-      findUser: (name) =>
-        name === "ada" ? { name, authorities: ["ADMIN"], password: "pw" } : undefined,
+      credentials: passwordCredentials({
+        findUser: (name) =>
+          name === "ada" ? { name, authorities: ["ADMIN"], passwordHash: "{plain}pw" } : undefined,
+        passwordEncoder: plainTextEncoder(),
+      }),
     }),
-    login: login({ findUser: (name) => users.get(name), passwordEncoder: encoder }),
+    login: login({
+      credentials: passwordCredentials({
+        findUser: (name) => users.get(name),
+        passwordEncoder: encoder,
+      }),
+    }),
     authorization: routes([
       match("GET", "/public/**").permitAll(),
       match("/admin/**").hasRole("ADMIN"),

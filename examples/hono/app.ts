@@ -13,6 +13,7 @@ import {
   newHandler,
   nodeServerClientAddress,
   type PasswordEncoder,
+  passwordCredentials,
   rateLimit,
   requireRole,
   type SessionStore,
@@ -50,7 +51,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       passwordHash: await encoder.hash(account.password),
     });
   }
-  const findUser = (name: string) => users.get(name);
+  // Form logins and HTTP Basic share the user table, the encoder and one failure throttle.
+  const credentials = passwordCredentials({
+    findUser: (name) => users.get(name),
+    passwordEncoder: encoder,
+  });
 
   const app = new Hono();
   app.get("/public/hello", (c) => c.json({ message: "hello, whoever you are" }));
@@ -109,22 +114,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       ...(options.sessionStore ? { store: options.sessionStore } : {}),
     }),
     // HTTP Basic stays available for API calls; without credentials a request goes on as anonymous.
-    authentication: basicAuth({
-      findUser: (name) => {
-        const user = users.get(name);
-        return (
-          user && { name: user.name, authorities: user.authorities, password: user.passwordHash }
-        );
-      },
-      verifyPassword: (presented, stored) => encoder.verify(presented, stored),
-      realm: "portcullis example",
-      required: false,
-    }),
+    authentication: basicAuth({ credentials, realm: "portcullis example", required: false }),
     // The CORS origin may send state-changing requests too, still with a token.
     csrf: csrf({ trustedOrigins: [corsOrigin] }),
     login: login({
-      findUser,
-      passwordEncoder: encoder,
+      credentials,
       successRedirect: "/",
       failureRedirect: "/login?error",
       logoutRedirect: "/login",

@@ -6,6 +6,7 @@ import {
   csrf,
   login,
   newChain,
+  passwordCredentials,
   rateLimit,
   securityHeaders,
   sessions,
@@ -24,6 +25,11 @@ export const HIERARCHY = "ADMIN > STAFF > USER";
 export async function exampleChain(): Promise<Chain> {
   const encoder = createPasswordEncoder();
   const users = await demoUsers(encoder);
+  // One user table, one password encoder and one failure throttle for form logins and Basic alike.
+  const credentials = passwordCredentials({
+    findUser: (name) => users.get(name),
+    passwordEncoder: encoder,
+  });
   return newChain({
     headers: securityHeaders(),
     rateLimit: rateLimit({
@@ -32,16 +38,9 @@ export async function exampleChain(): Promise<Chain> {
     // Secure is off only because the examples serve plain HTTP on localhost.
     session: sessions({ secure: false }),
     // API clients may use HTTP Basic; without credentials a request goes on as anonymous.
-    authentication: basicAuth({
-      required: false,
-      findUser: (name) => {
-        const user = users.get(name);
-        return user && { name, authorities: user.authorities, password: user.passwordHash };
-      },
-      verifyPassword: (presented, stored) => encoder.verify(presented, stored),
-    }),
+    authentication: basicAuth({ credentials, required: false }),
     csrf: csrf(),
-    login: login({ findUser: (name) => users.get(name), passwordEncoder: encoder }),
+    login: login({ credentials }),
     authorization: routes(
       [
         match("GET", "/public/**").permitAll(),

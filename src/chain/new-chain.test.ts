@@ -5,6 +5,7 @@ import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
 import { csrf } from "../csrf/middleware.ts";
+import { passwordCredentials } from "../login/credentials.ts";
 import { LoginEndpoint } from "../login/endpoint.ts";
 import { login } from "../login/middleware.ts";
 import { Chain } from "../middleware/chain.ts";
@@ -103,7 +104,7 @@ describe("newChain / newHandler: options", () => {
   });
 
   it("throws InvalidOptionsError for a login leg without the session or CSRF leg", () => {
-    const endpoint = login({ findUser: () => undefined });
+    const endpoint = login({ credentials: passwordCredentials({ findUser: () => undefined }) });
     expect(() => newChain({ authorization: permitAll, session: false, login: endpoint })).toThrow(
       InvalidOptionsError,
     );
@@ -114,7 +115,7 @@ describe("newChain / newHandler: options", () => {
   });
 
   it("takes only what login() built in the login slot, and login() is no middleware", () => {
-    const endpoint = login({ findUser: () => undefined });
+    const endpoint = login({ credentials: passwordCredentials({ findUser: () => undefined }) });
     expect(typeof endpoint).toBe("object");
     expect(() => new Chain(endpoint as unknown as Middleware)).toThrow(TypeError);
     const middleware: Middleware = (next) => next;

@@ -1,66 +1,115 @@
 import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 
-/** Failed-login counters. A counter starts with the first failure and lasts `windowMs`. */
+/** What `LoginAttemptStore.consume` answers. */
+export interface AttemptReservation {
+  /** True when the attempt was counted: the password may be checked. */
+  readonly allowed: boolean;
+  /** When the key's window ends (epoch ms): the time to tell a refused client to come back. */
+  readonly resetAt: number;
+}
+
+/**
+ * Sign-in attempt counters, one per key (a username or a client). A counter
+ * starts with the first attempt and lasts `windowMs`. A password is checked
+ * only after `consume` counted the attempt, so the count is a budget taken
+ * before the check: however many attempts race, no more than `max` per window
+ * get past it. An attempt that succeeds gives its count back (`reset` for the
+ * username, `release` for the client); a failed one keeps it.
+ *
+ * Implementations must make `consume` atomic (within the process and, for a
+ * shared store, across every instance using it), and may throw or reject on
+ * failure: the caller then refuses the sign-in (503).
+ */
 export interface LoginAttemptStore {
-  /** Failures recorded for `key` in its current window, or 0. */
-  failures(key: string, now: number): Promise<{ readonly count: number; readonly resetAt: number }>;
-  /** Records one failure for `key`. */
-  fail(key: string, windowMs: number, now: number): Promise<void>;
-  /** Forgets `key` (after a successful login). */
+  /**
+   * Counts one attempt against `key` if fewer than `max` are counted in its
+   * current window (starting a window of `windowMs` at `now` when none is
+   * running), and answers whether it did. Check and count are one atomic step.
+   */
+  consume(key: string, max: number, windowMs: number, now: number): Promise<AttemptReservation>;
+  /** Gives back one attempt `consume` counted for `key` (never below zero). */
+  release(key: string, now: number): Promise<void>;
+  /** Forgets `key`'s counter. */
   reset(key: string): Promise<void>;
+}
+
+/** Options of `MemoryLoginAttemptStore`. */
+export interface MemoryLoginAttemptStoreOptions {
+  /** Most counters held; past it one is forgotten (see the class). Default 10 000. */
+  readonly maxEntries?: number;
 }
 
 // How many of the oldest counters an eviction looks at.
 const EVICTION_SCAN = 16;
 
 /**
- * Process-local, bounded attempt counters. Past `maxEntries` a counter is
- * forgotten (an expired one, else the one with the fewest failures among the
- * oldest), so a flood of made-up usernames neither exhausts memory nor
- * pushes out the counter of an account that is being guessed at.
+ * Process-local, bounded attempt counters, for a single instance. Past
+ * `maxEntries` a counter is forgotten: an expired one, else the one with the
+ * fewest attempts among the oldest. A flood of made-up usernames (one attempt
+ * each) neither exhausts memory nor pushes out the counter of an account that
+ * is being guessed at.
  */
 export class MemoryLoginAttemptStore implements LoginAttemptStore {
   readonly #entries = new Map<string, { count: number; resetAt: number }>();
   readonly #max: number;
 
-  /** `maxEntries` default 10 000. */
-  constructor(options: { readonly maxEntries?: number } = {}) {
-    this.#max = options.maxEntries ?? 10_000;
+  constructor(options: MemoryLoginAttemptStoreOptions = {}) {
+    rejectUnknownKeys("MemoryLoginAttemptStore", options, ["maxEntries"]);
+    this.#max = options?.maxEntries ?? 10_000;
     if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError("maxEntries must be a positive integer");
+      throw new InvalidOptionsError(
+        "MemoryLoginAttemptStore: maxEntries must be a positive integer",
+      );
   }
 
+  /** How many counters are held. */
   get size(): number {
     return this.#entries.size;
   }
 
-  async failures(key: string, now: number) {
+  async consume(
+    key: string,
+    max: number,
+    windowMs: number,
+    now: number,
+  ): Promise<AttemptReservation> {
     const entry = this.#entries.get(key);
-    if (entry === undefined || entry.resetAt <= now) return { count: 0, resetAt: now };
-    return { count: entry.count, resetAt: entry.resetAt };
-  }
-
-  async fail(key: string, windowMs: number, now: number): Promise<void> {
-    const entry = this.#entries.get(key);
-    const live = entry !== undefined && entry.resetAt > now;
+    if (entry !== undefined && entry.resetAt > now) {
+      if (entry.count >= max) return { allowed: false, resetAt: entry.resetAt };
+      entry.count++;
+      // Most recently counted last: eviction looks at the oldest.
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
+      return { allowed: true, resetAt: entry.resetAt };
+    }
+    const fresh = { count: 1, resetAt: now + windowMs };
     this.#entries.delete(key);
-    this.#entries.set(
-      key,
-      live
-        ? { count: entry.count + 1, resetAt: entry.resetAt }
-        : { count: 1, resetAt: now + windowMs },
-    );
-    while (this.#entries.size > this.#max) this.#evict(now);
+    this.#entries.set(key, fresh);
+    while (this.#entries.size > this.#max) this.#evict(now, key);
+    return { allowed: true, resetAt: fresh.resetAt };
   }
 
-  // Of the oldest few counters, an expired one goes, else the one with the fewest
-  // failures: a flood of made-up usernames (one failure each) cannot push out the
-  // counter of an account under attack.
-  #evict(now: number): void {
+  async release(key: string, now: number): Promise<void> {
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return;
+    if (entry.resetAt <= now || entry.count <= 1) this.#entries.delete(key);
+    else entry.count--;
+  }
+
+  async reset(key: string): Promise<void> {
+    this.#entries.delete(key);
+  }
+
+  // Of the oldest few counters, an expired one goes, else the one with the
+  // fewest attempts. The counter just taken is never the one: its reservation
+  // must hold until the check it guards is over.
+  #evict(now: number, keep: string): void {
     let victim: string | undefined;
     let fewest = Number.POSITIVE_INFINITY;
     let seen = 0;
     for (const [key, entry] of this.#entries) {
+      if (key === keep) continue;
       if (entry.resetAt <= now) {
         victim = key;
         break;
@@ -72,10 +121,7 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
       }
       if (++seen === EVICTION_SCAN) break;
     }
-    this.#entries.delete(victim as string);
-  }
-
-  async reset(key: string): Promise<void> {
-    this.#entries.delete(key);
+    if (victim === undefined) return;
+    this.#entries.delete(victim);
   }
 }

@@ -1,11 +1,19 @@
-export { type LoginAttemptStore, MemoryLoginAttemptStore } from "./attempts.ts";
-export type { LoginEndpoint } from "./endpoint.ts";
 export {
-  type LoginOptions,
+  type AttemptReservation,
+  type LoginAttemptStore,
+  MemoryLoginAttemptStore,
+  type MemoryLoginAttemptStoreOptions,
+} from "./attempts.ts";
+export {
   type LoginThrottleOptions,
   type LoginUser,
-  login,
-} from "./middleware.ts";
+  type PasswordCheck,
+  type PasswordCredentials,
+  type PasswordCredentialsOptions,
+  passwordCredentials,
+} from "./credentials.ts";
+export type { LoginEndpoint } from "./endpoint.ts";
+export { type LoginOptions, login } from "./middleware.ts";
 export {
   createPasswordEncoder,
   DelegatingPasswordEncoder,

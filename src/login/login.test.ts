@@ -17,11 +17,14 @@ import {
 } from "../testing/session-app.ts";
 import {
   createPasswordEncoder,
+  type LoginAttemptStore,
   type LoginOptions,
   login,
   MemoryLoginAttemptStore,
+  type PasswordCredentialsOptions,
   type PasswordEncoder,
   Pbkdf2PasswordEncoder,
+  passwordCredentials,
   ScryptPasswordEncoder,
 } from "./index.ts";
 
@@ -52,9 +55,24 @@ function within<T>(promise: Promise<T>, ms = 2000): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+type AppOptions = Partial<Omit<LoginOptions, "credentials">> & Partial<PasswordCredentialsOptions>;
+const CREDENTIALS_OPTIONS = new Set([
+  "findUser",
+  "passwordEncoder",
+  "onPasswordUpgrade",
+  "throttle",
+  "clientKey",
+  "now",
+]);
+
 /** An app, a client with a live session, and a poster of login bodies carrying that session's token. */
-async function loginApp(loginOptions: Partial<LoginOptions> = {}, app: TestAppOptions = {}) {
-  const built = await testApp({ login: loginOptions, ...app });
+async function loginApp(options: AppOptions = {}, app: TestAppOptions = {}) {
+  const credentialsOptions: Record<string, unknown> = {};
+  const loginOptions: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) {
+    (CREDENTIALS_OPTIONS.has(key) ? credentialsOptions : loginOptions)[key] = value;
+  }
+  const built = await testApp({ login: loginOptions, credentials: credentialsOptions, ...app });
   const client = built.client();
   let token = await client.csrf();
   /** `type` null sends no Content-Type at all. */
@@ -193,7 +211,7 @@ describe("password checks cost the same for unknown users and wrong passwords", 
 
   it("measured: with scrypt logN 12, medians of 15 unknown-user and 15 wrong-password logins differ by less than max(25 %, 15 ms)", async () => {
     const encoder = new ScryptPasswordEncoder({ logN: 12 });
-    const app = await testApp({ encoder, login: { throttle: false } });
+    const app = await testApp({ encoder, credentials: { throttle: false } });
     const client = app.client();
     // A failed login keeps the session, so one token serves every attempt.
     const token = await client.csrf();
@@ -385,6 +403,8 @@ describe("malformed login bodies never cause a 500", () => {
   });
 });
 
+const nobody = passwordCredentials({ findUser: () => undefined });
+
 describe("form login redirects", () => {
   const redirects = { successRedirect: "/home", failureRedirect: "/login?error" };
 
@@ -432,7 +452,7 @@ describe("form login redirects", () => {
     ["a path with a space", "/a b"],
   ])("refuses %s as a redirect target when built", (_label, target) => {
     for (const name of ["successRedirect", "failureRedirect", "logoutRedirect"] as const) {
-      expect(() => login({ findUser: () => undefined, [name]: target }), name).toThrow(
+      expect(() => login({ credentials: nobody, [name]: target }), name).toThrow(
         InvalidOptionsError,
       );
     }
@@ -536,6 +556,78 @@ describe("failed-login throttling", () => {
     );
   });
 
+  it("on a success clears the username's counter and keeps the client's failures, giving back only its own attempt", async () => {
+    const store = new MemoryLoginAttemptStore();
+    const { app, post } = await loginApp({
+      throttle: { maxFailuresPerUser: 3, maxFailuresPerClient: 10, windowMs: 60_000, store },
+      clientKey: () => "c1",
+    });
+    expect((await post(credentials("alice", "wrong-1"))).status).toBe(401);
+    expect((await post(credentials("victim", "wrong-2"))).status).toBe(401);
+    expect((await post(credentials("alice", PASSWORDS.alice))).status).toBe(200);
+    const at = app.clock.now();
+    // alice's counter is gone: a fresh budget of 3.
+    for (let i = 0; i < 3; i++) {
+      await expect(store.consume("user:alice", 3, 60_000, at)).resolves.toMatchObject({
+        allowed: true,
+      });
+    }
+    // victim's failure stays.
+    await expect(store.consume("user:victim", 2, 60_000, at)).resolves.toMatchObject({
+      allowed: true,
+    });
+    await expect(store.consume("user:victim", 2, 60_000, at)).resolves.toMatchObject({
+      allowed: false,
+    });
+    // The client keeps its two failures; the success itself is not counted.
+    await expect(store.consume("client:c1", 3, 60_000, at)).resolves.toMatchObject({
+      allowed: true,
+    });
+    await expect(store.consume("client:c1", 3, 60_000, at)).resolves.toMatchObject({
+      allowed: false,
+    });
+  });
+
+  it("answers 503 within storeTimeoutMs when the store never answers, without checking a password", async () => {
+    const stalled: LoginAttemptStore = {
+      consume: () => new Promise(() => {}),
+      release: () => new Promise(() => {}),
+      reset: () => new Promise(() => {}),
+    };
+    const onStoreError = vi.fn();
+    const real = cheapEncoder();
+    const verify = vi.fn((p: string, e: string) => real.verify(p, e));
+    const { post } = await loginApp(
+      { throttle: { store: stalled, storeTimeoutMs: 50, onStoreError } },
+      { encoder: { hash: (p) => real.hash(p), verify, needsRehash: (e) => real.needsRehash(e) } },
+    );
+    const response = await within(post(credentials("alice", PASSWORDS.alice)));
+    expect(response.status).toBe(503);
+    expect(response.headers.getSetCookie()).toEqual([]);
+    expect(onStoreError).toHaveBeenCalledTimes(1);
+    expect(verify).not.toHaveBeenCalled();
+  });
+
+  it("signs in when the store fails only to give the attempt back, and reports it", async () => {
+    const memory = new MemoryLoginAttemptStore();
+    const store: LoginAttemptStore = {
+      consume: (...args) => memory.consume(...args),
+      release: async () => {
+        throw new Error("lost");
+      },
+      reset: async () => {
+        throw new Error("lost");
+      },
+    };
+    const onStoreError = vi.fn();
+    const { post } = await loginApp({
+      throttle: { store, onStoreError },
+      clientKey: () => "c1",
+    });
+    expect((await post(credentials("alice", PASSWORDS.alice))).status).toBe(200);
+    expect(onStoreError).toHaveBeenCalledTimes(2);
+  });
+
   it("does not take the per-client throttle key from a request header by default (the TSDoc promises the resolved client address)", async () => {
     const { post } = await loginApp({
       throttle: { maxFailuresPerUser: 1000, maxFailuresPerClient: 3, windowMs: 60_000 },
@@ -561,8 +653,16 @@ describe("failed-login throttling", () => {
     const { app, post } = await loginApp({ throttle: { ...throttle, store } });
     await post(credentials("alice", "wrong"));
     expect(store.size).toBe(1);
-    const { count } = await store.failures("user:alice", app.clock.now());
-    expect(count).toBe(1);
+    // One of three attempts spent: two more are allowed, the next is not.
+    const at = app.clock.now();
+    for (let i = 0; i < 2; i++) {
+      await expect(store.consume("user:alice", 3, 60_000, at)).resolves.toMatchObject({
+        allowed: true,
+      });
+    }
+    await expect(store.consume("user:alice", 3, 60_000, at)).resolves.toMatchObject({
+      allowed: false,
+    });
   });
 
   it.each([
@@ -570,57 +670,118 @@ describe("failed-login throttling", () => {
     ["a fractional maxFailuresPerClient", { maxFailuresPerClient: 1.5 }],
     ["a negative windowMs", { windowMs: -1 }],
     ["a NaN windowMs", { windowMs: Number.NaN }],
+    ["a zero storeTimeoutMs", { storeTimeoutMs: 0 }],
+    ["a store without consume", { store: {} as LoginAttemptStore }],
+    ["a misspelt option", { maxFailuresPerUsr: 3 }],
   ])("refuses %s when built", (_label, options) => {
-    expect(() => login({ findUser: () => undefined, throttle: options })).toThrow(
-      InvalidOptionsError,
-    );
+    expect(() =>
+      passwordCredentials({
+        findUser: () => undefined,
+        throttle: options as PasswordCredentialsOptions["throttle"],
+      }),
+    ).toThrow(InvalidOptionsError);
   });
 });
 
 describe("MemoryLoginAttemptStore", () => {
+  const take = (store: MemoryLoginAttemptStore, key: string, now: number, max = 1000) =>
+    store.consume(key, max, 60_000, now);
+
   it("keeps the counter of an account under attack through a flood of made-up usernames", async () => {
     const store = new MemoryLoginAttemptStore({ maxEntries: 100 });
-    for (let i = 0; i < 5; i++) await store.fail("user:alice", 60_000, 0);
-    for (let i = 0; i < 10_000; i++) await store.fail(`user:made-up-${i}`, 60_000, 1);
+    for (let i = 0; i < 5; i++) await take(store, "user:alice", 0);
+    for (let i = 0; i < 10_000; i++) await take(store, `user:made-up-${i}`, 1);
     expect(store.size).toBe(100);
-    await expect(store.failures("user:alice", 2)).resolves.toMatchObject({ count: 5 });
+    await expect(store.consume("user:alice", 5, 60_000, 2)).resolves.toEqual({
+      allowed: false,
+      resetAt: 60_000,
+    });
     // Expired counters are the first to go.
     const expiring = new MemoryLoginAttemptStore({ maxEntries: 2 });
-    for (let i = 0; i < 3; i++) await expiring.fail("user:old", 10, 0);
-    await expiring.fail("user:a", 60_000, 0);
-    await expiring.fail("user:a", 60_000, 0);
-    await expiring.fail("user:b", 60_000, 20);
-    await expect(expiring.failures("user:old", 20)).resolves.toMatchObject({ count: 0 });
-    await expect(expiring.failures("user:a", 20)).resolves.toMatchObject({ count: 2 });
-    await expect(expiring.failures("user:b", 20)).resolves.toMatchObject({ count: 1 });
+    for (let i = 0; i < 3; i++) await expiring.consume("user:old", 1000, 10, 0);
+    await take(expiring, "user:a", 0);
+    await take(expiring, "user:a", 0);
+    await take(expiring, "user:b", 20);
+    await expect(expiring.consume("user:a", 2, 60_000, 20)).resolves.toMatchObject({
+      allowed: false,
+    });
+    await expect(expiring.consume("user:b", 2, 60_000, 20)).resolves.toMatchObject({
+      allowed: true,
+    });
+    expect(expiring.size).toBe(2);
   });
 
-  it("stays bounded", async () => {
+  it("stays bounded, and never forgets the counter it has just taken", async () => {
     const store = new MemoryLoginAttemptStore({ maxEntries: 100 });
-    for (let i = 0; i < 10_000; i++) await store.fail(`user:${i}`, 60_000, 0);
+    for (let i = 0; i < 10_000; i++) await take(store, `user:${i}`, 0);
     expect(store.size).toBeLessThanOrEqual(100);
-    expect((await store.failures("user:9999", 0)).count).toBe(1);
+    await expect(store.consume("user:9999", 1, 60_000, 0)).resolves.toMatchObject({
+      allowed: false,
+    });
     // Once their window is over, the counters left from the flood go first.
-    for (let i = 0; i < 100; i++) await store.fail(`later:${i}`, 60_000, 60_000);
+    for (let i = 0; i < 100; i++) await take(store, `later:${i}`, 60_000);
     expect(store.size).toBe(100);
-    expect((await store.failures("user:0", 60_000)).count).toBe(0);
-    expect((await store.failures("later:0", 60_000)).count).toBe(1);
+    await expect(store.consume("later:0", 1, 60_000, 60_000)).resolves.toMatchObject({
+      allowed: false,
+    });
+    // A store of one keeps the newest reservation, not an older one.
+    const tiny = new MemoryLoginAttemptStore({ maxEntries: 1 });
+    await tiny.consume("a", 5, 60_000, 0);
+    await tiny.consume("a", 5, 60_000, 0);
+    await tiny.consume("b", 1, 60_000, 0);
+    await expect(tiny.consume("b", 1, 60_000, 0)).resolves.toMatchObject({ allowed: false });
   });
 
-  it("counts failures within a window that starts at the first failure", async () => {
+  it("counts attempts up to max within a window that starts at the first one", async () => {
     const store = new MemoryLoginAttemptStore();
-    await store.fail("k", 1000, 0);
-    await store.fail("k", 1000, 500);
-    await expect(store.failures("k", 999)).resolves.toEqual({ count: 2, resetAt: 1000 });
-    await expect(store.failures("k", 1000)).resolves.toMatchObject({ count: 0 });
-    await store.fail("k", 1000, 1000);
-    await expect(store.failures("k", 1000)).resolves.toEqual({ count: 1, resetAt: 2000 });
+    await expect(store.consume("k", 2, 1000, 0)).resolves.toEqual({ allowed: true, resetAt: 1000 });
+    await expect(store.consume("k", 2, 1000, 500)).resolves.toEqual({
+      allowed: true,
+      resetAt: 1000,
+    });
+    // Refused attempts are not counted and do not stretch the window.
+    await expect(store.consume("k", 2, 1000, 999)).resolves.toEqual({
+      allowed: false,
+      resetAt: 1000,
+    });
+    await expect(store.consume("k", 2, 1000, 1000)).resolves.toEqual({
+      allowed: true,
+      resetAt: 2000,
+    });
     await store.reset("k");
-    await expect(store.failures("k", 1000)).resolves.toMatchObject({ count: 0 });
+    await expect(store.consume("k", 1, 1000, 1000)).resolves.toMatchObject({ allowed: true });
+  });
+
+  it("gives an attempt back on release, never below zero", async () => {
+    const store = new MemoryLoginAttemptStore();
+    await store.consume("k", 2, 1000, 0);
+    await store.consume("k", 2, 1000, 0);
+    await store.release("k", 10);
+    await expect(store.consume("k", 2, 1000, 20)).resolves.toMatchObject({ allowed: true });
+    await expect(store.consume("k", 2, 1000, 20)).resolves.toMatchObject({ allowed: false });
+    for (let i = 0; i < 5; i++) await store.release("k", 30);
+    expect(store.size).toBe(0);
+    await store.consume("k", 2, 1000, 40);
+    await expect(store.consume("k", 2, 1000, 40)).resolves.toMatchObject({ allowed: true });
+    await expect(store.consume("k", 2, 1000, 40)).resolves.toMatchObject({ allowed: false });
+  });
+
+  it("lets exactly max of many concurrent attempts through", async () => {
+    const store = new MemoryLoginAttemptStore();
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => store.consume("k", 5, 60_000, 0)),
+    );
+    expect(answers.filter((a) => a.allowed)).toHaveLength(5);
   });
 
   it.each([0, -1, 2.5, Number.NaN])("refuses maxEntries %s", (maxEntries) => {
     expect(() => new MemoryLoginAttemptStore({ maxEntries })).toThrow(InvalidOptionsError);
+  });
+
+  it("refuses a misspelt option, naming it", () => {
+    expect(
+      () => new MemoryLoginAttemptStore({ maxEntry: 5 } as unknown as { maxEntries: number }),
+    ).toThrow(/maxEntry/);
   });
 });
 
@@ -721,14 +882,33 @@ describe("POST /logout", () => {
 });
 
 describe("login() options", () => {
-  const nobody = (): undefined => undefined;
+  it.each([
+    ["no credentials", {}],
+    ["findUser instead of credentials", { findUser: () => undefined }],
+    ["credentials not built by passwordCredentials()", { credentials: { check: () => {} } }],
+    ["a loginPath without a leading slash", { credentials: nobody, loginPath: "login" }],
+    ["a logoutPath with a query", { credentials: nobody, logoutPath: "/logout?x" }],
+    ["a misspelt option", { credentials: nobody, sucessRedirect: "/" }],
+    ["a zero maxBodyBytes", { credentials: nobody, maxBodyBytes: 0 }],
+  ])("throws InvalidOptionsError for %s", (_label, options) => {
+    expect(() => login(options as unknown as LoginOptions)).toThrow(InvalidOptionsError);
+  });
+
+  it("names the misspelt key", () => {
+    expect(() =>
+      login({ credentials: nobody, logotPath: "/x" } as unknown as LoginOptions),
+    ).toThrow(/logotPath/);
+  });
 
   it.each([
     ["no findUser", {}],
-    ["a loginPath without a leading slash", { findUser: nobody, loginPath: "login" }],
-    ["a logoutPath with a query", { findUser: nobody, logoutPath: "/logout?x" }],
-  ])("throws InvalidOptionsError for %s", (_label, options) => {
-    expect(() => login(options as LoginOptions)).toThrow(InvalidOptionsError);
+    ["a misspelt option", { findUser: (): undefined => undefined, passwordEncodr: {} }],
+    ["an encoder without verify", { findUser: (): undefined => undefined, passwordEncoder: {} }],
+    ["a clientKey that is no function", { findUser: (): undefined => undefined, clientKey: "ip" }],
+  ])("passwordCredentials throws InvalidOptionsError for %s", (_label, options) => {
+    expect(() => passwordCredentials(options as unknown as PasswordCredentialsOptions)).toThrow(
+      InvalidOptionsError,
+    );
   });
 
   it("cannot be mounted without the session leg or the CSRF leg", () => {
@@ -736,7 +916,7 @@ describe("login() options", () => {
       expect(() =>
         newHandler(defaultRouter, {
           ...legs,
-          login: login({ findUser: () => undefined }),
+          login: login({ credentials: nobody }),
           authorization: authz.routes(defaultRules()),
         }),
       ).toThrow(InvalidOptionsError);
@@ -750,9 +930,11 @@ describe("login() options", () => {
       session: sessions(),
       csrf: csrf({ alwaysProtect: ["/auth/in", "/auth/out"] }),
       login: login({
-        findUser: (name) =>
-          name === "bob" ? { name: "bob", authorities: ["USER"], passwordHash: hash } : undefined,
-        passwordEncoder: encoder,
+        credentials: passwordCredentials({
+          findUser: (name) =>
+            name === "bob" ? { name: "bob", authorities: ["USER"], passwordHash: hash } : undefined,
+          passwordEncoder: encoder,
+        }),
         loginPath: "/auth/in",
         logoutPath: "/auth/out",
       }),

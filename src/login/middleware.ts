@@ -1,51 +1,27 @@
 import { createAuthentication } from "../core/authentication.ts";
 import { readAtMost } from "../core/body.ts";
-import { clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
-import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
-import { type LoginAttemptStore, MemoryLoginAttemptStore } from "./attempts.ts";
+import {
+  type LoginUser,
+  MAX_PASSWORD_LENGTH,
+  MAX_USERNAME_LENGTH,
+  mustPasswordCredentials,
+  type PasswordCredentials,
+  refusedResponse,
+} from "./credentials.ts";
 import { LoginEndpoint } from "./endpoint.ts";
-import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
-
-/** A user as the login endpoint looks it up. */
-export interface LoginUser {
-  readonly name: string;
-  readonly authorities: readonly string[];
-  /** An encoded hash such as `{scrypt}ln=15,r=8,p=3$…$…`. */
-  readonly passwordHash: string;
-}
-
-export interface LoginThrottleOptions {
-  /** Failures per username before further attempts are refused. Default 5. */
-  readonly maxFailuresPerUser?: number;
-  /** Failures per client before further attempts are refused. Default 20. */
-  readonly maxFailuresPerClient?: number;
-  /** How long failures are remembered. Default 15 minutes. */
-  readonly windowMs?: number;
-  /**
-   * Default: a `MemoryLoginAttemptStore` (one process). Behind a load balancer
-   * use a shared one, such as `RedisLoginAttemptStore`, or each instance grants
-   * its own allowance.
-   */
-  readonly store?: LoginAttemptStore;
-  /**
-   * Told about every failure of the store. Sign-in then answers 503 rather than
-   * going on unthrottled. Default: `console.error`.
-   */
-  readonly onStoreError?: (error: unknown) => void;
-}
 
 export interface LoginOptions {
-  /** Looks a user up by the submitted username; `undefined` when there is none. */
-  readonly findUser: (username: string) => LoginUser | undefined | Promise<LoginUser | undefined>;
-  /** Default: `createPasswordEncoder()` (scrypt, also verifies PBKDF2-SHA256 hashes). */
-  readonly passwordEncoder?: PasswordEncoder;
-  /** Called after a successful login whose stored hash is outdated, with a fresh hash to store. */
-  readonly onPasswordUpgrade?: (user: LoginUser, passwordHash: string) => void | Promise<void>;
+  /**
+   * The users, password encoder and failure throttle: `passwordCredentials({
+   * findUser })`. Give `basicAuth` the same object, so both share one budget.
+   */
+  readonly credentials: PasswordCredentials;
   /** Default `"/login"`. */
   readonly loginPath?: string;
   /** Default `"/logout"`. */
@@ -58,22 +34,24 @@ export interface LoginOptions {
   readonly logoutRedirect?: string;
   /** Largest login body accepted (413 beyond). Default 8 KiB. */
   readonly maxBodyBytes?: number;
-  /** Failed-login throttling; `false` turns it off. Default on, with the defaults of `LoginThrottleOptions`. */
-  readonly throttle?: LoginThrottleOptions | false;
-  /** The client key for throttling. Default: the client address the chain resolved. */
-  readonly clientKey?: (request: Request) => string | undefined;
-  /** Clock, for tests. Default `Date.now`. */
-  readonly now?: () => number;
 }
 
-const MAX_USERNAME = 256;
-const MAX_PASSWORD = 1024;
+const OPTION_NAMES = [
+  "credentials",
+  "loginPath",
+  "logoutPath",
+  "successRedirect",
+  "failureRedirect",
+  "logoutRedirect",
+  "maxBodyBytes",
+] as const;
 
 /**
  * The login and logout endpoints (chain leg 6, Go's `WithLogin`): `POST
  * /login` with `username` and `password` as JSON or a form, `POST /logout`.
- * Unknown users and wrong passwords take the same path and the same time;
- * failures are throttled per username and per client; a success clears the username's counter only.
+ * The password check, its throttle and its cost for unknown users are the
+ * `credentials`' (see `passwordCredentials`): a throttled attempt gets 429
+ * with `Retry-After`, a failing attempt store 503.
  * Mount it with `newChain({ login: login({...}), ... })`: the result is not a
  * middleware, so it cannot be mounted outside the chain.
  */
@@ -82,9 +60,8 @@ export function login(options: LoginOptions): LoginEndpoint {
 }
 
 function loginLeg(options: LoginOptions): Middleware {
-  if (typeof options?.findUser !== "function")
-    throw new InvalidOptionsError("login needs a findUser function");
-  const encoder = options.passwordEncoder ?? createPasswordEncoder();
+  rejectUnknownKeys("login", options, OPTION_NAMES);
+  const credentials = mustPasswordCredentials("login", options?.credentials);
   const loginPath = path("loginPath", options.loginPath ?? "/login");
   const logoutPath = path("logoutPath", options.logoutPath ?? "/logout");
   for (const name of ["successRedirect", "failureRedirect", "logoutRedirect"] as const) {
@@ -96,18 +73,8 @@ function loginLeg(options: LoginOptions): Middleware {
     }
   }
   const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024;
-  const throttle =
-    options.throttle === false ? undefined : throttleSettings(options.throttle ?? {});
-  const clientKey =
-    options.clientKey ??
-    ((request: Request) => clientAddressOf(request) ?? resolveClientAddress(request));
-  const now = options.now ?? Date.now;
-  // Checked when the user is unknown, so that path costs what a wrong password costs.
-  let dummyHash: Promise<string> | undefined;
-  const unknownUserHash = () => {
-    dummyHash ??= encoder.hash(randomToken(24));
-    return dummyHash;
-  };
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1)
+    throw new InvalidOptionsError("login: maxBodyBytes must be a positive integer");
 
   return (next) =>
     async (request, ...rest) => {
@@ -126,55 +93,18 @@ function loginLeg(options: LoginOptions): Middleware {
           : new Response(null, { status: 204 });
       }
 
-      const credentials = await readCredentials(request, maxBodyBytes);
-      if (credentials instanceof Response) return credentials;
-      const at = now();
-      const keys = throttle ? throttleKeys(credentials.username, clientKey(request)) : [];
-      if (throttle) {
-        let retryAt: number | undefined;
-        try {
-          retryAt = await throttledUntil(throttle, keys, at);
-        } catch (error) {
-          return storeFailed(throttle, error);
-        }
-        if (retryAt !== undefined) {
-          return problemResponse(429, {
-            detail: "Too many failed logins; try again later.",
-            headers: { "retry-after": String(Math.max(1, Math.ceil((retryAt - at) / 1000))) },
-          });
-        }
-      }
-
-      const user = await options.findUser(credentials.username);
-      const hash = user?.passwordHash ?? (await unknownUserHash());
-      const ok = (await encoder.verify(credentials.password, hash)) && user !== undefined;
-      if (!ok) {
-        if (throttle) {
-          try {
-            await Promise.all(
-              keys.map(([key, _max]) => throttle.store.fail(key, throttle.windowMs, at)),
-            );
-          } catch (error) {
-            return storeFailed(throttle, error);
-          }
-        }
+      const presented = await readCredentials(request, maxBodyBytes);
+      if (presented instanceof Response) return presented;
+      const check = await credentials.check(request, presented.username, presented.password);
+      if (check.outcome === "throttled" || check.outcome === "unavailable")
+        return refusedResponse(check);
+      if (check.outcome === "rejected") {
         return form && options.failureRedirect
           ? redirect(options.failureRedirect)
           : problemResponse(401, { detail: "Bad credentials." });
       }
-      // Only the username's counter: a client that owns one account must not be able
-      // to clear its own failures by signing in between guesses at other accounts.
-      if (throttle) {
-        try {
-          await throttle.store.reset(keys[0]?.[0] as string);
-        } catch (error) {
-          return storeFailed(throttle, error);
-        }
-      }
+      const { user } = check;
       await signIn(session, user);
-      if (options.onPasswordUpgrade !== undefined && encoder.needsRehash(user.passwordHash)) {
-        await options.onPasswordUpgrade(user, await encoder.hash(credentials.password));
-      }
       if (form && options.successRedirect) return redirect(options.successRedirect);
       return Response.json(
         { name: user.name, authorities: user.authorities },
@@ -188,67 +118,6 @@ async function signIn(session: Session, user: LoginUser): Promise<void> {
   // Rotate even when the same user signs in again: the id the browser held before login never survives it.
   session.regenerate();
   await session.save();
-}
-
-type Throttle = Required<Omit<LoginThrottleOptions, "store" | "onStoreError">> & {
-  store: LoginAttemptStore;
-  onStoreError: (error: unknown) => void;
-};
-
-/** The attempt store failed: sign-in stops rather than going on without throttling. */
-function storeFailed(throttle: Throttle, error: unknown): Response {
-  try {
-    throttle.onStoreError(error);
-  } catch {
-    // A failing logger must not change the answer.
-  }
-  return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
-}
-
-function throttleSettings(options: LoginThrottleOptions): Throttle {
-  const settings = {
-    maxFailuresPerUser: options.maxFailuresPerUser ?? 5,
-    maxFailuresPerClient: options.maxFailuresPerClient ?? 20,
-    windowMs: options.windowMs ?? 15 * 60_000,
-    store: options.store ?? new MemoryLoginAttemptStore(),
-    onStoreError:
-      options.onStoreError ??
-      ((error: unknown) => console.error("portcullis: login-attempt store failed", error)),
-  };
-  if (typeof settings.onStoreError !== "function")
-    throw new InvalidOptionsError("login throttle: onStoreError must be a function");
-  const store = settings.store as Partial<LoginAttemptStore> | null;
-  if (
-    typeof store?.failures !== "function" ||
-    typeof store.fail !== "function" ||
-    typeof store.reset !== "function"
-  )
-    throw new InvalidOptionsError("login throttle: store must implement LoginAttemptStore");
-  for (const name of ["maxFailuresPerUser", "maxFailuresPerClient", "windowMs"] as const) {
-    if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
-      throw new InvalidOptionsError(`login throttle: ${name} must be a positive integer`);
-  }
-  return settings;
-}
-
-function throttleKeys(username: string, client: string | undefined) {
-  const keys: Array<[string, "user" | "client"]> = [[`user:${username.toLowerCase()}`, "user"]];
-  if (client !== undefined) keys.push([`client:${client}`, "client"]);
-  return keys;
-}
-
-async function throttledUntil(
-  throttle: Throttle,
-  keys: ReadonlyArray<[string, "user" | "client"]>,
-  at: number,
-) {
-  let until: number | undefined;
-  for (const [key, kind] of keys) {
-    const { count, resetAt } = await throttle.store.failures(key, at);
-    const max = kind === "user" ? throttle.maxFailuresPerUser : throttle.maxFailuresPerClient;
-    if (count >= max) until = Math.max(until ?? 0, resetAt);
-  }
-  return until;
 }
 
 function isForm(request: Request): boolean {
@@ -305,7 +174,7 @@ async function readCredentials(
   ) {
     return problemResponse(400, { detail: "username and password are required strings." });
   }
-  if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) {
+  if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     return problemResponse(400, { detail: "username or password is too long." });
   }
   return { username, password };

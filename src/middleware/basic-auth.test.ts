@@ -4,7 +4,15 @@ import { anyRequest } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
 import { authenticationFrom, isAuthenticated, mustAuthentication } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { type BasicAuthOptions, type BasicAuthUser, basicAuth, parseBasic } from "./basic-auth.ts";
+import {
+  type LoginAttemptStore,
+  type LoginUser,
+  type PasswordCredentialsOptions,
+  passwordCredentials,
+  ScryptPasswordEncoder,
+} from "../login/index.ts";
+import { plainTextEncoder } from "../testing/plain-text-encoder.ts";
+import { type BasicAuthOptions, basicAuth, parseBasic } from "./basic-auth.ts";
 
 const utf8 = new TextEncoder();
 
@@ -18,28 +26,51 @@ function base64(bytes: Uint8Array | string): string {
 
 const basic = (username: string, password: string) => `Basic ${base64(`${username}:${password}`)}`;
 
-const USERS: Record<string, BasicAuthUser> = {
-  alice: { name: "alice", authorities: ["USER"], password: "wonderland" },
-  jöran: { name: "jöran", authorities: ["USER"], password: "pässwörd" },
-  colon: { name: "colon", authorities: ["USER"], password: "a:b:c" },
+const USERS: Record<string, LoginUser> = {
+  alice: { name: "alice", authorities: ["USER"], passwordHash: "{plain}wonderland" },
+  jöran: { name: "jöran", authorities: ["USER"], passwordHash: "{plain}pässwörd" },
+  colon: { name: "colon", authorities: ["USER"], passwordHash: "{plain}a:b:c" },
 };
 
-function setup(options: Partial<BasicAuthOptions> = {}) {
-  const verifyPassword = vi.fn(async (presented: string, stored: string) => presented === stored);
+/** An encoder whose every call is recorded. */
+function spyEncoder() {
+  const plain = plainTextEncoder();
+  return {
+    hash: vi.fn((password: string) => plain.hash(password)),
+    verify: vi.fn((password: string, encoded: string) => plain.verify(password, encoded)),
+    needsRehash: vi.fn((encoded: string) => plain.needsRehash(encoded)),
+  };
+}
+
+function setup(
+  options: Omit<Partial<BasicAuthOptions>, "credentials"> & {
+    readonly credentials?: Partial<PasswordCredentialsOptions>;
+  } = {},
+) {
+  const encoder = spyEncoder();
   const findUser = vi.fn(async (name: string) => USERS[name]);
   const downstream = vi.fn(async (request: Request) => {
     const auth = mustAuthentication(request);
     return Response.json({ name: auth.name, authorities: auth.authorities });
   });
-  const handler = basicAuth({ findUser, verifyPassword, ...options })(downstream);
+  const { credentials: credentialsOptions, ...basicOptions } = options;
+  const credentials = passwordCredentials({
+    findUser,
+    passwordEncoder: encoder,
+    ...credentialsOptions,
+  });
+  const handler = basicAuth({ credentials, ...basicOptions })(downstream);
   const call = (authorization?: string, headers: Record<string, string> = {}) =>
     handler(
       new Request("http://h/api", {
         headers: authorization === undefined ? headers : { ...headers, authorization },
       }),
     );
-  return { handler, call, downstream, findUser, verifyPassword };
+  return { handler, call, downstream, findUser, encoder, verify: encoder.verify, credentials };
 }
+
+const plainCredentials = () =>
+  passwordCredentials({ findUser: (n) => USERS[n], passwordEncoder: plainTextEncoder() });
 
 describe("basicAuth: valid credentials", () => {
   it("binds the principal, so mustAuthentication works downstream", async () => {
@@ -52,7 +83,7 @@ describe("basicAuth: valid credentials", () => {
 
   it("binds an authenticated, non-anonymous principal", async () => {
     let seen: Request | undefined;
-    const handler = basicAuth({ findUser: (n) => USERS[n] })(async (request) => {
+    const handler = basicAuth({ credentials: plainCredentials() })(async (request) => {
       seen = request;
       return new Response("ok");
     });
@@ -75,13 +106,17 @@ describe("basicAuth: valid credentials", () => {
   });
 
   it("splits at the first colon, so a password may contain colons", async () => {
-    const { call, verifyPassword } = setup();
+    const { call, verify } = setup();
     expect((await call(basic("colon", "a:b:c"))).status).toBe(200);
-    expect(verifyPassword).toHaveBeenCalledWith("a:b:c", "a:b:c");
+    expect(verify).toHaveBeenCalledWith("a:b:c", "{plain}a:b:c");
   });
 
-  it("checks passwords in constant time by default", async () => {
-    const handler = basicAuth({ findUser: (n) => USERS[n] })(async () => new Response("ok"));
+  it("verifies password hashes with createPasswordEncoder() by default", async () => {
+    const passwordHash = await new ScryptPasswordEncoder({ logN: 10, p: 1 }).hash("wonderland");
+    const credentials = passwordCredentials({
+      findUser: (name) => (name === "alice" ? { ...USERS.alice, passwordHash } : undefined),
+    } as PasswordCredentialsOptions);
+    const handler = basicAuth({ credentials })(async () => new Response("ok"));
     const request = (authorization: string) =>
       new Request("http://h/", { headers: { authorization } });
     expect((await handler(request(basic("alice", "wonderland")))).status).toBe(200);
@@ -121,12 +156,10 @@ describe("basicAuth: malformed Authorization headers", () => {
 
   it("refuses a 10 kB header carrying otherwise valid credentials without checking them", async () => {
     const long = "p".repeat(10_000);
-    const { call, verifyPassword, findUser, downstream } = setup({
-      findUser: async () => ({ name: "long", authorities: [], password: long }),
-    });
+    const { call, verify, findUser, downstream } = setup();
     const response = await call(basic("long", long));
     expect(response.status).toBe(401);
-    expect(verifyPassword).not.toHaveBeenCalled();
+    expect(verify).not.toHaveBeenCalled();
     expect(findUser).not.toHaveBeenCalled();
     expect(downstream).not.toHaveBeenCalled();
   });
@@ -159,10 +192,12 @@ describe("basicAuth: other schemes and missing credentials", () => {
 
   it("passes another scheme on as anonymous when not required", async () => {
     let seen: Request | undefined;
-    const handler = basicAuth({ findUser: (n) => USERS[n], required: false })(async (request) => {
-      seen = request;
-      return new Response("ok");
-    });
+    const handler = basicAuth({ credentials: plainCredentials(), required: false })(
+      async (request) => {
+        seen = request;
+        return new Response("ok");
+      },
+    );
     const response = await handler(
       new Request("http://h/", { headers: { authorization: "Bearer x" } }),
     );
@@ -172,10 +207,12 @@ describe("basicAuth: other schemes and missing credentials", () => {
 
   it("passes a request without credentials on as anonymous when not required", async () => {
     const seen: boolean[] = [];
-    const handler = basicAuth({ findUser: (n) => USERS[n], required: false })(async (request) => {
-      seen.push(isAuthenticated(request));
-      return new Response("ok");
-    });
+    const handler = basicAuth({ credentials: plainCredentials(), required: false })(
+      async (request) => {
+        seen.push(isAuthenticated(request));
+        return new Response("ok");
+      },
+    );
     expect((await handler(new Request("http://h/"))).status).toBe(200);
     expect(seen).toEqual([false]);
   });
@@ -183,36 +220,44 @@ describe("basicAuth: other schemes and missing credentials", () => {
 
 describe("basicAuth: failed logins", () => {
   it("answers 401 to a wrong password after checking it once", async () => {
-    const { call, verifyPassword, downstream } = setup();
+    const { call, verify, downstream } = setup();
     expect((await call(basic("alice", "guess"))).status).toBe(401);
-    expect(verifyPassword).toHaveBeenCalledTimes(1);
-    expect(verifyPassword).toHaveBeenCalledWith("guess", "wonderland");
+    expect(verify).toHaveBeenCalledTimes(1);
+    expect(verify).toHaveBeenCalledWith("guess", "{plain}wonderland");
     expect(downstream).not.toHaveBeenCalled();
   });
 
-  it("answers 401 to an unknown user after checking the password against a stand-in", async () => {
-    const { call, verifyPassword, downstream } = setup({ unknownUserPassword: "{stand-in}hash" });
+  it("checks an unknown user's password against the dummy hash, made once with the credentials' encoder", async () => {
+    const { call, encoder, downstream } = setup();
     expect((await call(basic("mallory", "guess"))).status).toBe(401);
-    expect(verifyPassword).toHaveBeenCalledTimes(1);
-    expect(verifyPassword).toHaveBeenCalledWith("guess", "{stand-in}hash");
+    expect(encoder.hash).toHaveBeenCalledTimes(1);
+    const dummy = await encoder.hash.mock.results[0]?.value;
+    expect(dummy).toMatch(/^\{plain\}/);
+    expect(encoder.verify).toHaveBeenCalledTimes(1);
+    expect(encoder.verify).toHaveBeenCalledWith("guess", dummy);
     expect(downstream).not.toHaveBeenCalled();
+    // Later unknown users reuse it: one verify each, no new hash.
+    expect((await call(basic("trent", "guess"))).status).toBe(401);
+    expect(encoder.hash).toHaveBeenCalledTimes(1);
+    expect(encoder.verify).toHaveBeenLastCalledWith("guess", dummy);
   });
 
-  it("checks a password for unknown users with the default stand-in as well", async () => {
-    const { call, verifyPassword } = setup();
-    expect((await call(basic("mallory", "guess"))).status).toBe(401);
-    expect(verifyPassword).toHaveBeenCalledTimes(1);
-    expect(verifyPassword).toHaveBeenCalledWith("guess", expect.any(String));
+  it("refuses an unknown user even when the password matches the dummy hash", async () => {
+    const { call, encoder } = setup();
+    await call(basic("mallory", "guess"));
+    const dummy = (await encoder.hash.mock.results[0]?.value) as string;
+    const password = dummy.slice("{plain}".length);
+    expect((await call(basic("mallory", password))).status).toBe(401);
   });
 
-  it("refuses an unknown user even when the password equals the stand-in", async () => {
-    const { call } = setup({ unknownUserPassword: "stand-in" });
-    expect((await call(basic("mallory", "stand-in"))).status).toBe(401);
-  });
-
-  it("answers 401 when verifyPassword returns a truthy value other than true", async () => {
+  it("answers 401 when the encoder answers a truthy value other than true", async () => {
     const { call, downstream } = setup({
-      verifyPassword: async () => "yes" as unknown as boolean,
+      credentials: {
+        passwordEncoder: {
+          ...plainTextEncoder(),
+          verify: async () => "yes" as unknown as boolean,
+        },
+      },
     });
     expect((await call(basic("alice", "anything"))).status).toBe(401);
     expect(downstream).not.toHaveBeenCalled();
@@ -233,6 +278,115 @@ describe("basicAuth: failed logins", () => {
   });
 });
 
+describe("basicAuth: failure throttle", () => {
+  it("refuses guesses past the username's budget with 429 and Retry-After, the right password too, without checking", async () => {
+    let now = 1_000_000;
+    const { call, verify, downstream } = setup({ credentials: { now: () => now } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 30; i++) statuses.push((await call(basic("alice", `guess-${i}`))).status);
+    expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(new Set(statuses.slice(5))).toEqual(new Set([429]));
+    expect(verify).toHaveBeenCalledTimes(5);
+
+    now += 60_000;
+    const right = await call(basic("alice", "wonderland"));
+    expect(right.status).toBe(429);
+    expect(right.headers.get("retry-after")).toBe(String(14 * 60));
+    expect(right.headers.get("content-type")).toBe("application/problem+json");
+    expect(verify).toHaveBeenCalledTimes(5);
+    expect(downstream).not.toHaveBeenCalled();
+    // The username is compared without case.
+    expect((await call(basic("ALICE", "wonderland"))).status).toBe(429);
+
+    now += 14 * 60_000;
+    expect((await call(basic("alice", "wonderland"))).status).toBe(200);
+  });
+
+  it("answers 429 also as an authenticator (required: false)", async () => {
+    const { call, downstream } = setup({
+      required: false,
+      credentials: { throttle: { maxFailuresPerUser: 1 } },
+    });
+    expect((await call(basic("alice", "guess"))).status).toBe(401);
+    expect((await call(basic("alice", "wonderland"))).status).toBe(429);
+    expect(downstream).not.toHaveBeenCalled();
+  });
+
+  it("counts per client through clientKey, and a success keeps the client's failures", async () => {
+    const { call } = setup({
+      credentials: {
+        throttle: { maxFailuresPerUser: 100, maxFailuresPerClient: 3 },
+        clientKey: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
+    });
+    const from = { "x-test-client": "c1" };
+    expect((await call(basic("victim-1", "x"), from)).status).toBe(401);
+    expect((await call(basic("victim-2", "x"), from)).status).toBe(401);
+    expect((await call(basic("alice", "wonderland"), from)).status).toBe(200);
+    expect((await call(basic("victim-3", "x"), from)).status).toBe(401);
+    expect((await call(basic("victim-4", "x"), from)).status).toBe(429);
+    expect((await call(basic("alice", "wonderland"), from)).status).toBe(429);
+    expect((await call(basic("alice", "wonderland"), { "x-test-client": "c2" })).status).toBe(200);
+  });
+
+  it("answers 503 within the store timeout when the attempt store fails or never answers, without checking", async () => {
+    const failing: LoginAttemptStore = {
+      consume: async () => {
+        throw new Error("store down: secret-detail");
+      },
+      release: async () => {},
+      reset: async () => {},
+    };
+    const stalled: LoginAttemptStore = {
+      consume: () => new Promise(() => {}),
+      release: () => new Promise(() => {}),
+      reset: () => new Promise(() => {}),
+    };
+    for (const store of [failing, stalled]) {
+      const onStoreError = vi.fn();
+      const { call, verify, downstream } = setup({
+        credentials: { throttle: { store, storeTimeoutMs: 50, onStoreError } },
+      });
+      const response = await within(call(basic("alice", "wonderland")), 2000);
+      expect(response.status).toBe(503);
+      expect(await response.text()).not.toContain("secret-detail");
+      expect(onStoreError).toHaveBeenCalledTimes(1);
+      expect(verify).not.toHaveBeenCalled();
+      expect(downstream).not.toHaveBeenCalled();
+    }
+  });
+
+  it("shares one check between concurrent requests with the same credentials", async () => {
+    const plain = plainTextEncoder();
+    const verify = vi.fn(async (password: string, encoded: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return plain.verify(password, encoded);
+    });
+    const { call } = setup({
+      credentials: {
+        passwordEncoder: { ...plain, verify },
+        throttle: { maxFailuresPerUser: 2 },
+      },
+    });
+    // More concurrent requests than the username's budget: a client sending its
+    // credentials on parallel calls is not throttled by its own concurrency.
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, async () => (await call(basic("alice", "wonderland"))).status),
+    );
+    expect(statuses).toEqual(Array(10).fill(200));
+    expect(verify.mock.calls.length).toBeLessThanOrEqual(2);
+  });
+});
+
+/** Rejects when `promise` has not settled within `ms`: a hang fails the test instead of stalling it. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 describe("basicAuth: challenge", () => {
   it("escapes quotes and backslashes in the realm", async () => {
     const { call } = setup({ realm: 'say "hi" \\ bye' });
@@ -245,13 +399,15 @@ describe("basicAuth: challenge", () => {
   it.each(["evil\r\nSet-Cookie: x=1", "a\nb", "a\rb", "a\u0000b"])(
     "throws InvalidOptionsError at build time for the realm %j",
     (realm) => {
-      expect(() => basicAuth({ findUser: () => undefined, realm })).toThrow(InvalidOptionsError);
+      expect(() => basicAuth({ credentials: plainCredentials(), realm })).toThrow(
+        InvalidOptionsError,
+      );
     },
   );
 
   it("offers the Basic challenge on the chain's 401 when not required", async () => {
     const handler = newHandler(() => new Response("ok"), {
-      authentication: basicAuth({ findUser: (n) => USERS[n], required: false, realm: "api" }),
+      authentication: basicAuth({ credentials: plainCredentials(), required: false, realm: "api" }),
       authorization: routes([anyRequest().authenticated()]),
       onError: () => {},
     });
@@ -262,7 +418,7 @@ describe("basicAuth: challenge", () => {
 
   it("does not offer the Basic challenge to page navigations when not required", async () => {
     const handler = newHandler(() => new Response("ok"), {
-      authentication: basicAuth({ findUser: (n) => USERS[n], required: false }),
+      authentication: basicAuth({ credentials: plainCredentials(), required: false }),
       authorization: routes([anyRequest().authenticated()]),
       onError: () => {},
     });
@@ -275,17 +431,26 @@ describe("basicAuth: challenge", () => {
 });
 
 describe("basicAuth: options", () => {
-  it("throws InvalidOptionsError without findUser", () => {
-    expect(() => basicAuth({} as BasicAuthOptions)).toThrow(InvalidOptionsError);
-    expect(() => basicAuth(undefined as unknown as BasicAuthOptions)).toThrow(InvalidOptionsError);
+  it("throws InvalidOptionsError without credentials built by passwordCredentials()", () => {
+    for (const options of [
+      {},
+      undefined,
+      { findUser: () => undefined },
+      { credentials: { check: async () => ({ outcome: "rejected" }) } },
+    ]) {
+      expect(() => basicAuth(options as unknown as BasicAuthOptions)).toThrow(InvalidOptionsError);
+    }
   });
 
-  it("throws InvalidOptionsError for a verifyPassword that is not a function", () => {
-    expect(() =>
-      basicAuth({
-        findUser: () => undefined,
-        verifyPassword: "plain" as unknown as BasicAuthOptions["verifyPassword"],
-      }),
-    ).toThrow(InvalidOptionsError);
+  it("throws InvalidOptionsError for a removed or misspelt option, naming it", () => {
+    const credentials = plainCredentials();
+    for (const key of ["verifyPassword", "unknownUserPassword", "requird"]) {
+      expect(() => basicAuth({ credentials, [key]: true } as unknown as BasicAuthOptions)).toThrow(
+        new RegExp(key),
+      );
+    }
+    expect(() => basicAuth({ credentials, required: "no" } as unknown as BasicAuthOptions)).toThrow(
+      InvalidOptionsError,
+    );
   });
 });

@@ -2,32 +2,20 @@ import { bindAuthentication, createAuthentication } from "../core/authentication
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { timingSafeEqual } from "../core/timing-safe.ts";
-
-/** A user as `basicAuth` looks it up. */
-export interface BasicAuthUser {
-  readonly name: string;
-  readonly authorities: readonly string[];
-  /** The stored credential handed to `verifyPassword` (a hash, with a password encoder). */
-  readonly password: string;
-}
+import { rejectUnknownKeys } from "../core/options.ts";
+import {
+  mustPasswordCredentials,
+  type PasswordCredentials,
+  refusedResponse,
+} from "../login/credentials.ts";
 
 export interface BasicAuthOptions {
-  /** Looks a user up by the presented username; `undefined` when there is none. */
-  readonly findUser: (
-    username: string,
-  ) => BasicAuthUser | undefined | Promise<BasicAuthUser | undefined>;
   /**
-   * Checks a presented password against the stored one.
-   * Default: constant-time equality, for stored secrets that are not hashed.
+   * The users, password encoder and failure throttle:
+   * `passwordCredentials({ findUser })`. Give `login` the same object, so Basic
+   * guesses and form logins spend one per-user and per-client budget.
    */
-  readonly verifyPassword?: (presented: string, stored: string) => boolean | Promise<boolean>;
-  /**
-   * Stored credential checked when the user does not exist, so an unknown user
-   * costs as much as a wrong password. Default: a fixed string, enough for the
-   * default `verifyPassword`; give a real hash when `verifyPassword` hashes.
-   */
-  readonly unknownUserPassword?: string;
+  readonly credentials: PasswordCredentials;
   /** Realm in the `WWW-Authenticate` challenge. Default `"portcullis"`. */
   readonly realm?: string;
   /**
@@ -48,25 +36,28 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * HTTP Basic authentication (RFC 7617) with a pluggable user lookup and
- * password check. A malformed header is a failed login (401), never an error.
+ * HTTP Basic authentication (RFC 7617) against `credentials`. A malformed
+ * header is a failed login (401), never an error. Wrong guesses count against
+ * the credentials' throttle like form logins: once a username's or a client's
+ * budget is spent the answer is 429 with `Retry-After` (no password is
+ * checked, the right one included), and a failing attempt store answers 503.
  */
 export function basicAuth(options: BasicAuthOptions): Middleware {
-  if (typeof options?.findUser !== "function") {
-    throw new InvalidOptionsError("basicAuth needs a findUser function");
-  }
-  const verify = options.verifyPassword ?? timingSafeEqual;
-  if (typeof verify !== "function")
-    throw new InvalidOptionsError("basicAuth verifyPassword must be a function");
+  rejectUnknownKeys("basicAuth", options, ["credentials", "realm", "required"]);
+  const credentials = mustPasswordCredentials("basicAuth", options?.credentials);
   const realm = options.realm ?? "portcullis";
   let challenge: string;
   try {
+    if (typeof realm !== "string") throw new TypeError("realm must be a string");
     challenge = `Basic realm=${quotedString(realm)}, charset="UTF-8"`;
   } catch (cause) {
-    throw new InvalidOptionsError("basicAuth realm cannot carry control characters", { cause });
+    throw new InvalidOptionsError("basicAuth realm must be a string without control characters", {
+      cause,
+    });
   }
   const required = options.required ?? true;
-  const unknownUserPassword = options.unknownUserPassword ?? "portcullis-unknown-user";
+  if (typeof required !== "boolean")
+    throw new InvalidOptionsError("basicAuth required must be a boolean");
 
   return (next) =>
     async (request, ...rest) => {
@@ -76,13 +67,13 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
       if (header === null || !/^basic(?: |$)/i.test(header)) {
         return required ? unauthorizedResponse(request) : next(request, ...rest);
       }
-      const credentials = parseBasic(header);
-      if (credentials === undefined) return unauthorizedResponse(request);
-      const user = await options.findUser(credentials.username);
-      // Check a password either way, so an unknown name takes as long as a wrong password.
-      const ok = await verify(credentials.password, user?.password ?? unknownUserPassword);
-      if (user === undefined || ok !== true) return unauthorizedResponse(request);
-      bindAuthentication(request, createAuthentication(user.name, user.authorities));
+      const presented = parseBasic(header);
+      if (presented === undefined) return unauthorizedResponse(request);
+      const check = await credentials.check(request, presented.username, presented.password);
+      if (check.outcome === "throttled" || check.outcome === "unavailable")
+        return refusedResponse(check);
+      if (check.outcome !== "authenticated") return unauthorizedResponse(request);
+      bindAuthentication(request, createAuthentication(check.user.name, check.user.authorities));
       return next(request, ...rest);
     };
 }

@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
+import { passwordCredentials } from "../login/credentials.ts";
 import { basicAuth } from "../middleware/basic-auth.ts";
 import { Chain } from "../middleware/chain.ts";
+import { plainTextEncoder } from "../testing/plain-text-encoder.ts";
 import { rateLimit, rateLimitPlacement } from "./middleware.ts";
 
 const ok = async () => new Response("ok");
@@ -19,7 +21,10 @@ function chainWith(limiter: ReturnType<typeof rateLimit>) {
     rateLimit: limiter,
     authentication: basicAuth({
       required: false,
-      findUser: (name) => ({ name, authorities: ["USER"], password: `pw-${name}` }),
+      credentials: passwordCredentials({
+        findUser: (name) => ({ name, authorities: ["USER"], passwordHash: `{plain}pw-${name}` }),
+        passwordEncoder: plainTextEncoder(),
+      }),
     }),
     authorization: routes([anyRequest().permitAll()]),
   });

@@ -12,7 +12,10 @@ import {
   type LoginOptions,
   type LoginUser,
   login,
+  type PasswordCredentials,
+  type PasswordCredentialsOptions,
   type PasswordEncoder,
+  passwordCredentials,
   ScryptPasswordEncoder,
 } from "../login/index.ts";
 import { MemorySessionStore, type SessionOptions, sessions } from "../session/index.ts";
@@ -95,6 +98,8 @@ export interface TestAppOptions {
   readonly session?: SessionOptions;
   readonly csrf?: CsrfOptions | false;
   readonly login?: Partial<LoginOptions> | false;
+  /** Overrides of the login's `passwordCredentials` (by default the test users, the encoder and the clock). */
+  readonly credentials?: Partial<PasswordCredentialsOptions>;
   readonly router?: FetchHandler;
   readonly rules?: ReturnType<typeof defaultRules>;
   readonly encoder?: PasswordEncoder;
@@ -105,6 +110,8 @@ export interface TestApp {
   readonly clock: FakeClock;
   readonly store: MemorySessionStore;
   readonly users: Map<string, LoginUser>;
+  /** What the login endpoint checks passwords with (`undefined` without one). */
+  readonly credentials: PasswordCredentials | undefined;
   readonly cookieName: string;
   client(jar?: CookieJar): Client;
 }
@@ -116,18 +123,22 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestApp> {
   const encoder = options.encoder ?? cheapEncoder();
   const users = await makeUsers(encoder);
   const sessionOptions: SessionOptions = { now: clock.now, store, ...options.session };
+  const credentials =
+    options.login === false
+      ? undefined
+      : passwordCredentials({
+          findUser: (name) => users.get(name),
+          passwordEncoder: encoder,
+          now: clock.now,
+          ...options.credentials,
+        });
   const handler = newHandler(options.router ?? defaultRouter, {
     session: sessions(sessionOptions),
     csrf: options.csrf === false ? false : csrf(options.csrf ?? {}),
     ...(options.login === false
       ? {}
       : {
-          login: login({
-            findUser: (name) => users.get(name),
-            passwordEncoder: encoder,
-            now: clock.now,
-            ...options.login,
-          }),
+          login: login({ credentials: credentials as PasswordCredentials, ...options.login }),
         }),
     authorization: authz.routes(options.rules ?? defaultRules()),
     onError: () => {},
@@ -140,6 +151,7 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestApp> {
     clock,
     store,
     users,
+    credentials,
     cookieName,
     client: (jar) => new Client(handler, cookieName, jar),
   };

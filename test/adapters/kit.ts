@@ -19,6 +19,7 @@ import {
   MemorySessionStore,
   type Middleware,
   newChain,
+  passwordCredentials,
   requireRole,
   ScryptPasswordEncoder,
   sessions,
@@ -26,6 +27,7 @@ import {
 import { cors } from "portcullis/cors";
 import { securityHeaders } from "portcullis/headers";
 import { rateLimit } from "portcullis/ratelimit";
+import { plainTextEncoder } from "../../src/testing/plain-text-encoder.ts";
 
 const { anyRequest, match, routes } = authz;
 
@@ -152,21 +154,28 @@ export function makeKit(options: KitOptions = {}): Kit {
       wrap(
         basicAuth({
           required: false,
-          findUser: (name) => {
-            const authorities = ROLES[name];
-            return authorities && { name, authorities, password: `pw-${name}` };
-          },
+          credentials: passwordCredentials({
+            findUser: (name) => {
+              const authorities = ROLES[name];
+              return authorities && { name, authorities, passwordHash: `{plain}pw-${name}` };
+            },
+            passwordEncoder: plainTextEncoder(),
+            // Every test client calls from 127.0.0.1: the crowd must not share one client budget.
+            throttle: { maxFailuresPerClient: 10_000 },
+          }),
         }),
       ),
       wrap(replacingLeg),
     ],
     csrf: wrap(csrf()),
     login: login({
-      findUser: async (name) => {
-        await hashes;
-        return loginUsers.get(name);
-      },
-      passwordEncoder: encoder,
+      credentials: passwordCredentials({
+        findUser: async (name) => {
+          await hashes;
+          return loginUsers.get(name);
+        },
+        passwordEncoder: encoder,
+      }),
     }),
     authorization: wrap(
       routes(

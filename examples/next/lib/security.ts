@@ -1,4 +1,11 @@
-import { authz, basicAuth, createPasswordEncoder, newChain, securityHeaders } from "portcullis";
+import {
+  authz,
+  basicAuth,
+  createPasswordEncoder,
+  newChain,
+  passwordCredentials,
+  securityHeaders,
+} from "portcullis";
 import { demoUsers } from "../../shared/accounts.ts";
 
 const { match, routes } = authz;
@@ -15,13 +22,14 @@ export const chain = newChain({
   // Basic credentials on every call, no sessions; the CSRF leg stays on, because
   // browsers resend cached Basic credentials to cross-site requests by themselves.
   session: false,
+  // Wrong guesses are throttled per username and per client (in this instance's memory;
+  // give the throttle a RedisLoginAttemptStore to share the count between instances).
   authentication: basicAuth({
     required: false,
-    findUser: async (name) => {
-      const user = (await users).get(name);
-      return user && { name, authorities: user.authorities, password: user.passwordHash };
-    },
-    verifyPassword: (presented, stored) => encoder.verify(presented, stored),
+    credentials: passwordCredentials({
+      findUser: async (name) => (await users).get(name),
+      passwordEncoder: encoder,
+    }),
   }),
   authorization: routes(
     [

@@ -8,39 +8,83 @@ import { redisForTests } from "./testing/redis.ts";
 const { client, prefix } = redisForTests();
 
 describe("RedisLoginAttemptStore on a real Redis", () => {
-  it("counts failures per key within a window that starts with the first one, and resets", async () => {
+  it("counts attempts up to max within a window that starts with the first one, and resets", async () => {
     const store = new RedisLoginAttemptStore({ client, prefix });
-    await expect(store.failures("user:alice", 1000)).resolves.toEqual({ count: 0, resetAt: 1000 });
-    await store.fail("user:alice", 60_000, 1000);
-    await store.fail("user:alice", 60_000, 1000);
-    await store.fail("user:bob", 60_000, 1000);
-    const alice = await store.failures("user:alice", 1000);
-    expect(alice.count).toBe(2);
-    expect(alice.resetAt).toBeGreaterThan(1000 + 59_000);
-    expect(alice.resetAt).toBeLessThanOrEqual(1000 + 60_000);
-    expect((await store.failures("user:bob", 1000)).count).toBe(1);
-    // Later failures do not stretch the window.
+    const first = await store.consume("user:alice", 2, 60_000, 1000);
+    expect(first.allowed).toBe(true);
+    expect(first.resetAt).toBeGreaterThan(1000 + 59_000);
+    expect(first.resetAt).toBeLessThanOrEqual(1000 + 60_000);
+    await expect(store.consume("user:alice", 2, 60_000, 1000)).resolves.toMatchObject({
+      allowed: true,
+    });
+    // Refused: not counted, and the window is not stretched.
     const ttl = await client.pTTL(`${prefix}user:alice`);
-    await store.fail("user:alice", 60_000, 1000);
+    const refused = await store.consume("user:alice", 2, 60_000, 1000);
+    expect(refused.allowed).toBe(false);
+    expect(refused.resetAt).toBeGreaterThan(1000);
+    expect(await client.get(`${prefix}user:alice`)).toBe("2");
     expect(await client.pTTL(`${prefix}user:alice`)).toBeLessThanOrEqual(ttl);
+    await expect(store.consume("user:bob", 2, 60_000, 1000)).resolves.toMatchObject({
+      allowed: true,
+    });
     await store.reset("user:alice");
-    expect((await store.failures("user:alice", 1000)).count).toBe(0);
-    expect((await store.failures("user:bob", 1000)).count).toBe(1);
+    await expect(store.consume("user:alice", 1, 60_000, 1000)).resolves.toMatchObject({
+      allowed: true,
+    });
+    expect(await client.get(`${prefix}user:bob`)).toBe("1");
+  });
+
+  it("gives an attempt back on release, never below zero", async () => {
+    const store = new RedisLoginAttemptStore({ client, prefix });
+    await store.consume("client:a", 2, 60_000, 0);
+    await store.consume("client:a", 2, 60_000, 0);
+    await store.release("client:a", 0);
+    expect(await client.get(`${prefix}client:a`)).toBe("1");
+    await store.release("client:a", 0);
+    await store.release("client:a", 0);
+    await store.release("client:gone", 0);
+    expect(await client.exists([`${prefix}client:a`, `${prefix}client:gone`])).toBe(0);
+  });
+
+  it("lets exactly max of 200 concurrent attempts through, from two clients", async () => {
+    const other = client.duplicate();
+    await other.connect();
+    try {
+      const stores = [client, other].map((c) => new RedisLoginAttemptStore({ client: c, prefix }));
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_, i) =>
+          (stores[i % 2] as RedisLoginAttemptStore).consume("user:raced", 5, 60_000, 0),
+        ),
+      );
+      expect(answers.filter((a) => a.allowed)).toHaveLength(5);
+      expect(await client.get(`${prefix}user:raced`)).toBe("5");
+    } finally {
+      await other.quit();
+    }
   });
 
   it("forgets a counter when its window is over", async () => {
     const store = new RedisLoginAttemptStore({ client, prefix });
-    await store.fail("user:short", 80, 0);
-    expect((await store.failures("user:short", 0)).count).toBe(1);
+    await store.consume("user:short", 1, 80, 0);
+    await expect(store.consume("user:short", 1, 80, 0)).resolves.toMatchObject({ allowed: false });
     await new Promise((resolve) => setTimeout(resolve, 160));
-    expect((await store.failures("user:short", 0)).count).toBe(0);
+    await expect(store.consume("user:short", 1, 80, 0)).resolves.toMatchObject({ allowed: true });
+  });
+
+  it("gives a counter left without expiry a window again", async () => {
+    const store = new RedisLoginAttemptStore({ client, prefix });
+    await client.set(`${prefix}user:stuck`, "9");
+    await expect(store.consume("user:stuck", 5, 60_000, 0)).resolves.toMatchObject({
+      allowed: false,
+    });
+    expect(await client.pTTL(`${prefix}user:stuck`)).toBeGreaterThan(0);
   });
 
   it("makes two application instances throttle against one count", async () => {
     const store = new RedisLoginAttemptStore({ client, prefix: `${prefix}shared:` });
     const throttle = { store, maxFailuresPerUser: 3 };
-    const one = await testApp({ login: { throttle } });
-    const two = await testApp({ login: { throttle } });
+    const one = await testApp({ credentials: { throttle } });
+    const two = await testApp({ credentials: { throttle } });
     const statuses: number[] = [];
     for (const app of [one, two, one]) {
       statuses.push((await app.client().login("alice", "wrong")).status);
@@ -71,7 +115,7 @@ describe("RedisLoginAttemptStore on a real Redis", () => {
     for (const broken of [failing, stalled]) {
       const onStoreError = vi.fn();
       const store = new RedisLoginAttemptStore({ client: broken, timeoutMs: 50 });
-      const app = await testApp({ login: { throttle: { store, onStoreError } } });
+      const app = await testApp({ credentials: { throttle: { store, onStoreError } } });
       const response = await app.client().login("alice", PASSWORDS.alice);
       expect(response.status).toBe(503);
       expect(await response.text()).not.toContain("connection lost");
@@ -87,6 +131,7 @@ describe("RedisLoginAttemptStore on a real Redis", () => {
       { client, prefix: 1 },
       { client, timeoutMs: 0 },
       { client, timeoutMs: 1.5 },
+      { client, prefx: "x:" },
     ];
     for (const options of bad) {
       expect(

@@ -1,4 +1,5 @@
-import type { LoginAttemptStore } from "../../login/attempts.ts";
+import { rejectUnknownKeys } from "../../core/options.ts";
+import type { AttemptReservation, LoginAttemptStore } from "../../login/attempts.ts";
 import {
   RedisScript,
   type RedisScriptingClient,
@@ -15,26 +16,46 @@ export interface RedisLoginAttemptStoreOptions {
   readonly timeoutMs?: number;
 }
 
-// One failure: the counter and its window start together, atomically, with the first one.
-const FAIL = new RedisScript(`
-local count = redis.call('INCR', KEYS[1])
-if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+// Counts one attempt only while the counter is under ARGV[1]; the window
+// (ARGV[2] ms) starts with the first one. Answers {1 counted | 0 refused, ms left}.
+const CONSUME = new RedisScript(`
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count >= tonumber(ARGV[1]) then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+    ttl = tonumber(ARGV[2])
+  end
+  return { 0, ttl }
 end
-return count
+count = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if count == 1 or ttl < 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2])
+end
+return { 1, ttl }
 `);
 
-// The count and the time left in its window, read together.
-const READ = new RedisScript(`
+// Gives one attempt back, never below zero; the window is left as it runs.
+const RELEASE = new RedisScript(`
 local count = tonumber(redis.call('GET', KEYS[1]) or '0')
-return { count, redis.call('PTTL', KEYS[1]) }
+if count > 1 then
+  return redis.call('DECR', KEYS[1])
+end
+if count == 1 then
+  redis.call('DEL', KEYS[1])
+end
+return 0
 `);
 
 /**
- * Failed-login counters in Redis, so every instance behind a load balancer
+ * Sign-in attempt counters in Redis, so every instance behind a load balancer
  * throttles against the same count: an attacker cannot multiply the allowance
- * by the number of instances. Each counter expires with its window, timed by
- * Redis's clock.
+ * by the number of instances, nor overrun it with concurrent guesses (each
+ * check-and-count is one Lua script). Each counter expires with its window,
+ * timed by Redis's clock. The keys of one sign-in are touched one at a time,
+ * so a Redis Cluster may hold them in different slots.
  */
 export class RedisLoginAttemptStore implements LoginAttemptStore {
   readonly #client: RedisScriptingClient;
@@ -42,6 +63,7 @@ export class RedisLoginAttemptStore implements LoginAttemptStore {
   readonly #timeoutMs: number;
 
   constructor(options: RedisLoginAttemptStoreOptions) {
+    rejectUnknownKeys("RedisLoginAttemptStore", options, ["client", "prefix", "timeoutMs"]);
     ({
       client: this.#client,
       prefix: this.#prefix,
@@ -49,23 +71,36 @@ export class RedisLoginAttemptStore implements LoginAttemptStore {
     } = scriptedStoreOptions("RedisLoginAttemptStore", options, "portcullis:login:"));
   }
 
-  async failures(key: string, now: number): Promise<{ count: number; resetAt: number }> {
-    const reply = await withTimeout(
-      READ.run(this.#client, { keys: [this.#prefix + key], arguments: [] }),
-      this.#timeoutMs,
-    );
-    if (!Array.isArray(reply) || reply.length !== 2 || !reply.every(Number.isFinite))
-      throw new TypeError("unexpected reply from the login-attempt script");
-    const [count, ttl] = reply as [number, number];
-    // PTTL is -2 for a missing key: no failures in a live window.
-    return count > 0 && ttl > 0 ? { count, resetAt: now + ttl } : { count: 0, resetAt: now };
-  }
-
-  async fail(key: string, windowMs: number, _now: number): Promise<void> {
+  async consume(
+    key: string,
+    max: number,
+    windowMs: number,
+    now: number,
+  ): Promise<AttemptReservation> {
+    if (!Number.isSafeInteger(max) || max < 1)
+      throw new RangeError("max must be a positive integer");
     if (!Number.isSafeInteger(windowMs) || windowMs < 1)
       throw new RangeError("windowMs must be a positive integer");
+    const reply = await withTimeout(
+      CONSUME.run(this.#client, {
+        keys: [this.#prefix + key],
+        arguments: [String(max), String(windowMs)],
+      }),
+      this.#timeoutMs,
+    );
+    if (
+      !Array.isArray(reply) ||
+      reply.length !== 2 ||
+      (reply[0] !== 0 && reply[0] !== 1) ||
+      !Number.isSafeInteger(reply[1])
+    )
+      throw new TypeError("unexpected reply from the login-attempt script");
+    return { allowed: reply[0] === 1, resetAt: now + Math.max(1, reply[1] as number) };
+  }
+
+  async release(key: string, _now: number): Promise<void> {
     await withTimeout(
-      FAIL.run(this.#client, { keys: [this.#prefix + key], arguments: [String(windowMs)] }),
+      RELEASE.run(this.#client, { keys: [this.#prefix + key], arguments: [] }),
       this.#timeoutMs,
     );
   }

@@ -1,0 +1,375 @@
+import { addressNetwork, clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
+import { base64url, randomToken } from "../core/encoding.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { problemResponse } from "../core/problem.ts";
+import {
+  type AttemptReservation,
+  type LoginAttemptStore,
+  MemoryLoginAttemptStore,
+} from "./attempts.ts";
+import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
+
+/** A user who signs in with a password, as `findUser` returns it. */
+export interface LoginUser {
+  readonly name: string;
+  readonly authorities: readonly string[];
+  /** An encoded hash such as `{scrypt}ln=15,r=8,p=3$…$…`. */
+  readonly passwordHash: string;
+}
+
+/** Failed sign-in throttling, shared by every endpoint that takes the same `PasswordCredentials`. */
+export interface LoginThrottleOptions {
+  /**
+   * Password checks per username and window that may fail; beyond them the
+   * username is refused (429) until the window ends. Checks still running
+   * count too, so concurrent guesses cannot overrun the budget. Default 5.
+   */
+  readonly maxFailuresPerUser?: number;
+  /** The same budget per client (see `clientKey`). Default 20. */
+  readonly maxFailuresPerClient?: number;
+  /** How long a counter lasts from its first attempt. Default 15 minutes. */
+  readonly windowMs?: number;
+  /**
+   * Default: a `MemoryLoginAttemptStore` (one process). Behind a load balancer
+   * use a shared one, such as `RedisLoginAttemptStore`, or each instance grants
+   * its own allowance.
+   */
+  readonly store?: LoginAttemptStore;
+  /**
+   * Longest wait for one store call; past it the attempt is refused (503), as
+   * when the store fails. Bounds any store, whatever its own timeout. Default 1000.
+   */
+  readonly storeTimeoutMs?: number;
+  /**
+   * Told about every failure of the store. The attempt then answers 503 rather
+   * than going on unthrottled. Default: `console.error`.
+   */
+  readonly onStoreError?: (error: unknown) => void;
+}
+
+/** Options of `passwordCredentials`. */
+export interface PasswordCredentialsOptions {
+  /** Looks a user up by the presented username; `undefined` when there is none. */
+  readonly findUser: (username: string) => LoginUser | undefined | Promise<LoginUser | undefined>;
+  /** Default: `createPasswordEncoder()` (scrypt, also verifies PBKDF2-SHA256 hashes). */
+  readonly passwordEncoder?: PasswordEncoder;
+  /** Called after a successful check whose stored hash is outdated, with a fresh hash to store. */
+  readonly onPasswordUpgrade?: (user: LoginUser, passwordHash: string) => void | Promise<void>;
+  /** Failed sign-in throttling; `false` turns it off. Default on, with the defaults of `LoginThrottleOptions`. */
+  readonly throttle?: LoginThrottleOptions | false;
+  /**
+   * The client a request counts against, for the per-client budget; `undefined`
+   * for none. Default: the client address the chain resolved, IPv6 grouped by
+   * /56 (one subscriber's network), IPv4 per address.
+   */
+  readonly clientKey?: (request: Request) => string | undefined;
+  /** Clock, for tests. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** What `PasswordCredentials.check` found. */
+export type PasswordCheck =
+  | { readonly outcome: "authenticated"; readonly user: LoginUser }
+  /** Unknown user or wrong password: the two are never told apart. */
+  | { readonly outcome: "rejected" }
+  /** The username's or the client's budget is spent; no password was checked. */
+  | { readonly outcome: "throttled"; readonly retryAfterSeconds: number }
+  /** The attempt store failed or timed out; no password was checked. */
+  | { readonly outcome: "unavailable" };
+
+/** Longest username and password checked; longer ones are refused without a check. */
+export const MAX_USERNAME_LENGTH = 256;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+const REJECTED: PasswordCheck = Object.freeze({ outcome: "rejected" });
+const UNAVAILABLE: PasswordCheck = Object.freeze({ outcome: "unavailable" });
+
+let isCredentials: (value: unknown) => boolean;
+
+/**
+ * Users, their password hashes and the failure throttle, in one place that
+ * every password sign-in (`login`, `basicAuth`) shares: a guess counts
+ * against the same per-user and per-client budget whichever way it comes, and
+ * an unknown user costs the same password check as a known one. Built by
+ * `passwordCredentials()`.
+ */
+export class PasswordCredentials {
+  readonly #findUser: PasswordCredentialsOptions["findUser"];
+  readonly #encoder: PasswordEncoder;
+  readonly #onPasswordUpgrade: PasswordCredentialsOptions["onPasswordUpgrade"];
+  readonly #throttle: Throttle | undefined;
+  readonly #clientKey: (request: Request) => string | undefined;
+  readonly #now: () => number;
+  #dummyHash: Promise<string> | undefined;
+  // Checks running now, by a digest of (client, username, password): the same
+  // credentials sent again meanwhile share the check instead of spending budget.
+  readonly #running = new Map<string, Promise<PasswordCheck>>();
+
+  /** @internal made by `passwordCredentials()` */
+  constructor(options: PasswordCredentialsOptions) {
+    rejectUnknownKeys("passwordCredentials", options, [
+      "findUser",
+      "passwordEncoder",
+      "onPasswordUpgrade",
+      "throttle",
+      "clientKey",
+      "now",
+    ]);
+    if (typeof options?.findUser !== "function")
+      throw new InvalidOptionsError("passwordCredentials needs a findUser function");
+    this.#findUser = options.findUser;
+    this.#encoder = options.passwordEncoder ?? createPasswordEncoder();
+    if (
+      typeof this.#encoder?.verify !== "function" ||
+      typeof this.#encoder.hash !== "function" ||
+      typeof this.#encoder.needsRehash !== "function"
+    )
+      throw new InvalidOptionsError(
+        "passwordCredentials: passwordEncoder must be a PasswordEncoder",
+      );
+    for (const name of ["onPasswordUpgrade", "clientKey", "now"] as const) {
+      if (options[name] !== undefined && typeof options[name] !== "function")
+        throw new InvalidOptionsError(`passwordCredentials: ${name} must be a function`);
+    }
+    this.#onPasswordUpgrade = options.onPasswordUpgrade;
+    this.#throttle = options.throttle === false ? undefined : throttleSettings(options.throttle);
+    this.#clientKey = options.clientKey ?? defaultClientKey;
+    this.#now = options.now ?? Date.now;
+  }
+
+  static {
+    // The private field is the brand: an object merely given this prototype has none.
+    isCredentials = (value) => typeof value === "object" && value !== null && #running in value;
+  }
+
+  /**
+   * Checks a username and password presented with `request`: takes one attempt
+   * from the username's and the client's budgets, then looks the user up and
+   * verifies the password (against a dummy hash for an unknown user). A
+   * success gives the attempt back and clears the username's failures; the
+   * client's failures stay. Never throws for the store; `findUser`,
+   * `onPasswordUpgrade` and the encoder may.
+   */
+  async check(request: Request, username: string, password: string): Promise<PasswordCheck> {
+    if (
+      typeof username !== "string" ||
+      typeof password !== "string" ||
+      username === "" ||
+      password === "" ||
+      username.length > MAX_USERNAME_LENGTH ||
+      password.length > MAX_PASSWORD_LENGTH
+    )
+      return REJECTED;
+    const client = this.#throttle === undefined ? undefined : this.#clientKey(request);
+    const flight = await digest(JSON.stringify([client ?? null, username, password]));
+    const running = this.#running.get(flight);
+    if (running !== undefined) return running;
+    const check = this.#checkOnce(username, password, client).finally(() =>
+      this.#running.delete(flight),
+    );
+    this.#running.set(flight, check);
+    return check;
+  }
+
+  async #checkOnce(
+    username: string,
+    password: string,
+    client: string | undefined,
+  ): Promise<PasswordCheck> {
+    const throttle = this.#throttle;
+    if (throttle === undefined) return this.#verify(username, password);
+    const at = this.#now();
+    const userKey = `user:${username.normalize("NFKC").toLowerCase()}`;
+    const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
+    if (!reserved.allowed) return reserved.check;
+    if (client !== undefined) {
+      const clientKey = `client:${client}`;
+      const fromClient = await this.#consume(
+        throttle,
+        clientKey,
+        throttle.maxFailuresPerClient,
+        at,
+      );
+      if (!fromClient.allowed) {
+        // Not checked, so not the username's failure either.
+        await this.#settle(throttle, () => throttle.store.release(userKey, this.#now()));
+        return fromClient.check;
+      }
+      const result = await this.#verify(username, password);
+      if (result.outcome === "authenticated") {
+        await Promise.all([
+          this.#settle(throttle, () => throttle.store.reset(userKey)),
+          this.#settle(throttle, () => throttle.store.release(clientKey, this.#now())),
+        ]);
+      }
+      return result;
+    }
+    const result = await this.#verify(username, password);
+    if (result.outcome === "authenticated")
+      await this.#settle(throttle, () => throttle.store.reset(userKey));
+    return result;
+  }
+
+  async #consume(
+    throttle: Throttle,
+    key: string,
+    max: number,
+    at: number,
+  ): Promise<{ allowed: true } | { allowed: false; check: PasswordCheck }> {
+    let reservation: AttemptReservation;
+    try {
+      reservation = await bounded(
+        throttle.store.consume(key, max, throttle.windowMs, at),
+        throttle.storeTimeoutMs,
+      );
+      if (typeof reservation?.allowed !== "boolean" || !Number.isFinite(reservation.resetAt))
+        throw new TypeError("the login-attempt store answered something other than a reservation");
+    } catch (error) {
+      report(throttle, error);
+      return { allowed: false, check: UNAVAILABLE };
+    }
+    if (reservation.allowed) return { allowed: true };
+    const retryAfterSeconds = Math.max(1, Math.ceil((reservation.resetAt - at) / 1000));
+    return { allowed: false, check: { outcome: "throttled", retryAfterSeconds } };
+  }
+
+  // Giving an attempt back only loosens the throttle: when it fails the attempt
+  // stays counted, which errs on the safe side, so the answer does not change.
+  async #settle(throttle: Throttle, operation: () => Promise<void>): Promise<void> {
+    try {
+      await bounded(operation(), throttle.storeTimeoutMs);
+    } catch (error) {
+      report(throttle, error);
+    }
+  }
+
+  async #verify(username: string, password: string): Promise<PasswordCheck> {
+    const user = await this.#findUser(username);
+    const hash = user === undefined ? await this.#unknownUserHash() : user.passwordHash;
+    const ok = await this.#encoder.verify(password, hash);
+    if (ok !== true || user === undefined) return REJECTED;
+    if (this.#onPasswordUpgrade !== undefined && this.#encoder.needsRehash(user.passwordHash)) {
+      await this.#onPasswordUpgrade(user, await this.#encoder.hash(password));
+    }
+    return { outcome: "authenticated", user };
+  }
+
+  // Made once, with the configured encoder, so an unknown user costs a real
+  // check of the same algorithm and parameters as a known user's wrong password.
+  #unknownUserHash(): Promise<string> {
+    this.#dummyHash ??= this.#encoder.hash(randomToken(24)).catch((error: unknown) => {
+      this.#dummyHash = undefined;
+      throw error;
+    });
+    return this.#dummyHash;
+  }
+}
+
+/**
+ * The user and password model `login({ credentials })` and
+ * `basicAuth({ credentials })` share. Give both the same object: they then
+ * share one failure throttle, one password encoder and one dummy hash.
+ */
+export function passwordCredentials(options: PasswordCredentialsOptions): PasswordCredentials {
+  return new PasswordCredentials(options);
+}
+
+/** Throws `InvalidOptionsError` unless `value` was built by `passwordCredentials()`. */
+export function mustPasswordCredentials(where: string, value: unknown): PasswordCredentials {
+  if (!isCredentials(value))
+    throw new InvalidOptionsError(`${where} needs credentials: passwordCredentials({ findUser })`);
+  return value as PasswordCredentials;
+}
+
+/** The answer to an attempt that was not checked: 429 with `Retry-After`, or 503. */
+export function refusedResponse(check: PasswordCheck): Response {
+  if (check.outcome === "throttled") {
+    return problemResponse(429, {
+      detail: "Too many failed sign-in attempts; try again later.",
+      headers: { "retry-after": String(check.retryAfterSeconds) },
+    });
+  }
+  return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
+}
+
+type Throttle = Required<Omit<LoginThrottleOptions, "store" | "onStoreError">> & {
+  readonly store: LoginAttemptStore;
+  readonly onStoreError: (error: unknown) => void;
+};
+
+function throttleSettings(options: LoginThrottleOptions = {}): Throttle {
+  rejectUnknownKeys("passwordCredentials: throttle", options, [
+    "maxFailuresPerUser",
+    "maxFailuresPerClient",
+    "windowMs",
+    "store",
+    "storeTimeoutMs",
+    "onStoreError",
+  ]);
+  const settings: Throttle = {
+    maxFailuresPerUser: options.maxFailuresPerUser ?? 5,
+    maxFailuresPerClient: options.maxFailuresPerClient ?? 20,
+    windowMs: options.windowMs ?? 15 * 60_000,
+    storeTimeoutMs: options.storeTimeoutMs ?? 1000,
+    store: options.store ?? new MemoryLoginAttemptStore(),
+    onStoreError:
+      options.onStoreError ??
+      ((error: unknown) => console.error("portcullis: login-attempt store failed", error)),
+  };
+  if (typeof settings.onStoreError !== "function")
+    throw new InvalidOptionsError("passwordCredentials: throttle.onStoreError must be a function");
+  const store = settings.store as Partial<LoginAttemptStore> | null;
+  if (
+    typeof store?.consume !== "function" ||
+    typeof store.release !== "function" ||
+    typeof store.reset !== "function"
+  )
+    throw new InvalidOptionsError(
+      "passwordCredentials: throttle.store must implement LoginAttemptStore (consume, release, reset)",
+    );
+  for (const name of [
+    "maxFailuresPerUser",
+    "maxFailuresPerClient",
+    "windowMs",
+    "storeTimeoutMs",
+  ] as const) {
+    if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
+      throw new InvalidOptionsError(
+        `passwordCredentials: throttle.${name} must be a positive integer`,
+      );
+  }
+  return settings;
+}
+
+function defaultClientKey(request: Request): string | undefined {
+  const address = clientAddressOf(request) ?? resolveClientAddress(request);
+  if (address === undefined) return undefined;
+  // One IPv6 subscriber holds at least a /64: per address, each guess could come from a new one.
+  return addressNetwork(address) ?? address;
+}
+
+function report(throttle: Throttle, error: unknown): void {
+  try {
+    throttle.onStoreError(error);
+  } catch {
+    // A failing logger must not change the answer.
+  }
+}
+
+/** `promise`, or a rejection after `ms`: a stalled store fails the attempt in bounded time. */
+function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the login-attempt store did not answer within ${ms} ms`)),
+      ms,
+    );
+  });
+  return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer));
+}
+
+async function digest(text: string): Promise<string> {
+  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return base64url(new Uint8Array(bytes));
+}
