@@ -12,6 +12,7 @@ import {
   mustAuthentication,
   newChain,
   type PasswordEncoder,
+  passwordCredentials,
   rateLimit,
   sessions,
 } from "../src/index.ts";
@@ -60,9 +61,11 @@ const chain = newChain({
     touchIntervalMs: Number(env.SOAK_TOUCH_MS ?? 60_000),
   }),
   login: login({
-    findUser: (name) => (name === "alice" ? alice : undefined),
-    passwordEncoder: encoder,
-    ...(attemptStore ? { throttle: { store: attemptStore } } : {}),
+    credentials: passwordCredentials({
+      findUser: (name) => (name === "alice" ? alice : undefined),
+      passwordEncoder: encoder,
+      ...(attemptStore ? { throttle: { store: attemptStore } } : {}),
+    }),
   }),
   authorization: authz.routes([
     authz.match("GET", "/soak/**").permitAll(),
