@@ -140,7 +140,7 @@ async function loginRace(): Promise<void> {
     const who = await csrf(server.base, undefined, "10.1.0.1");
     const replies = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        signIn(server.base, who, "alice", i === 49 ? "right" : "wrong", "10.1.0.1"),
+        signIn(server.base, who, "alice", i === 49 ? "right" : `wrong${i}`, "10.1.0.1"),
       ),
     );
     line(
@@ -166,7 +166,7 @@ async function loginRace(): Promise<void> {
       Array.from({ length: 200 }, async (_, i) => {
         const target = i % 2 === 0 ? a : b;
         const user = variant === "one username" ? "alice" : `user${i}`;
-        const r = await signIn(target.base, who, user, "wrong", "10.2.0.1");
+        const r = await signIn(target.base, who, user, `wrong${i}`, "10.2.0.1");
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
       }),
     );
