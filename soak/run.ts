@@ -3,10 +3,10 @@
 // for some of: login, logout, frozen, flood, ratelimit. Needs Redis on 127.0.0.1:6379
 // (the shared scenarios) and redis-server on PATH (the fault scenario starts its own).
 import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { createClient } from "redis";
+import { faults } from "./session-faults.ts";
+import { floodSignIns } from "./session-flood.ts";
+import { ROUNDS, raceOn } from "./session-race.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SHARED_REDIS = process.env.SOAK_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -17,15 +17,6 @@ const children = new Set<ChildProcess>();
 interface Server {
   readonly base: string;
   readonly child: ChildProcess;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  probe.listen(0, "127.0.0.1");
-  await once(probe, "listening");
-  const { port } = probe.address() as { port: number };
-  probe.close();
-  return port;
 }
 
 async function startServer(env: Record<string, string>): Promise<Server> {
@@ -178,186 +169,44 @@ async function loginRace(): Promise<void> {
   }
 }
 
-// Item 2: logout racing concurrent refreshes of the same session.
+// Item 2: logout and rotation racing requests of the same session (soak/session-race.ts).
 async function logoutRace(): Promise<void> {
-  console.log("logout: POST /logout while 20 requests refresh the same session (touch every 1 ms)");
-  for (const kind of ["memory", "redis"] as const) {
-    const p = prefix();
-    const env = {
-      SOAK_STORE: kind,
-      SOAK_PREFIX: p,
-      SOAK_TOUCH_MS: "1",
-      SOAK_REDIS_URL: SHARED_REDIS,
-    };
-    const a = await startServer(env);
-    const b = kind === "redis" ? await startServer(env) : a;
-    const trials = 10;
-    let survived = 0;
-    for (let t = 0; t < trials; t++) {
-      const pre = await csrf(a.base);
-      const signedIn = await signIn(a.base, pre, "alice", "right");
-      const cookie = signedIn.cookie ?? pre.cookie;
-      const { token } = await csrf(a.base, cookie);
-      let running = true;
-      const refreshers = Array.from({ length: 20 }, async () => {
-        while (running) await call(`${b.base}/me`, { cookie });
-      });
-      await sleep(30);
-      await call(`${a.base}/logout`, {
-        method: "POST",
-        cookie,
-        headers: { "x-csrf-token": token },
-      });
-      await sleep(30);
-      running = false;
-      await Promise.all(refreshers);
-      const after = [
-        await call(`${a.base}/me`, { cookie }),
-        await call(`${b.base}/me`, { cookie }),
-      ];
-      if (after.some((r) => r.status === 200)) survived++;
-    }
-    line(
-      `${kind}${kind === "redis" ? ", two processes" : ""}: the old cookie still signed in after ${survived} of ${trials} logouts`,
-    );
-    stop(a);
-    if (b !== a) stop(b);
-  }
-}
-
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    { stdio: "ignore" },
+  console.log(
+    `logout: logout or re-login while 40 requests of the session are in flight (${ROUNDS} rounds each)`,
   );
-  children.add(child);
-  child.on("exit", () => children.delete(child));
-  const client = createClient({ url: `redis://127.0.0.1:${port}` });
-  client.on("error", () => {});
-  for (let i = 0; i < 50; i++) {
-    try {
-      await client.connect();
-      await client.ping();
-      await client.quit();
-      return child;
-    } catch {
-      await sleep(100);
-    }
+  for (const [label, store, count] of [
+    ["memory, one process", "memory", 1],
+    ["redis, one process", "redis", 1],
+    ["redis, two processes", "redis", 2],
+  ] as const) {
+    const { logouts, rotations } = await raceOn(store, count);
+    line(
+      `${label}: the old cookie still signed in after ${logouts}/${ROUNDS} logouts, ${rotations}/${ROUNDS} rotations`,
+    );
   }
-  throw new Error("redis-server did not start");
 }
 
-// Items 3 and 4: a session store that stalls, then one that dies.
+// Items 3 and 4: a Redis that freezes, then dies, under sessions and the login throttle (soak/session-faults.ts).
 async function frozenStore(): Promise<void> {
   console.log(
-    "frozen: 100 requests with a session cookie while the session store's Redis is frozen 10 s, then killed",
+    "frozen: 100 requests with a session cookie while the stores' Redis is frozen, then killed, then restarted",
   );
-  const port = await freePort();
-  let redis = await startRedis(port);
-  const server = await startServer({
-    SOAK_STORE: "redis",
-    SOAK_PREFIX: prefix(),
-    SOAK_REDIS_URL: `redis://127.0.0.1:${port}`,
-  });
-  const pre = await csrf(server.base);
-  const cookie = (await signIn(server.base, pre, "alice", "right")).cookie ?? pre.cookie;
-  redis.kill("SIGSTOP");
-  const started = performance.now();
-  const pending = Array.from({ length: 100 }, (_, i) =>
-    sleep(i * 20).then(() => call(`${server.base}/me`, { cookie, timeoutMs: 30_000 })),
-  );
-  await sleep(10_000);
-  redis.kill("SIGCONT");
-  const replies = await Promise.all(pending);
-  const statuses = new Map<number, number>();
-  for (const r of replies) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-  const slowest = Math.max(...replies.map((r) => r.ms));
-  line(
-    `frozen 10 s: ${[...statuses].map(([s, n]) => `${n}×${s}`).join(", ")}; slowest answer ${(slowest / 1000).toFixed(1)} s (after ${((performance.now() - started) / 1000).toFixed(1)} s)`,
-  );
-
-  redis.kill("SIGKILL");
-  await sleep(200);
-  const down = await Promise.all(
-    Array.from({ length: 20 }, () => call(`${server.base}/me`, { cookie, timeoutMs: 15_000 })),
-  );
-  const alive = server.child.exitCode === null;
-  const downStatuses = new Map<number, number>();
-  for (const r of down) downStatuses.set(r.status, (downStatuses.get(r.status) ?? 0) + 1);
-  line(
-    `killed: ${[...downStatuses].map(([s, n]) => `${n}×${s}`).join(", ")}; server process ${alive ? "still running" : `exited (${server.child.exitCode ?? server.child.signalCode})`}`,
-  );
-  if (alive) {
-    redis = await startRedis(port);
-    const restarted = performance.now();
-    let status = 0;
-    while (performance.now() - restarted < 15_000) {
-      status = (await call(`${server.base}/me`, { cookie, timeoutMs: 5000 })).status;
-      if (status !== 503 && status !== 0) break;
-      await sleep(100);
-    }
-    line(
-      `restarted: first answer other than 503 after ${((performance.now() - restarted) / 1000).toFixed(1)} s (${status}; the session itself died with Redis)`,
-    );
+  for (const client of ["plain", "helper"] as const) {
+    for (const text of await faults(client))
+      line(`${client === "plain" ? "a bare node-redis client" : "createRedisClient"}: ${text}`);
   }
-  stop(server);
-  redis.kill("SIGKILL");
 }
 
-// Item 7: anonymous visitors flooding GET /csrf while real visitors sign in.
+// Item 7: anonymous visitors flooding GET /csrf while real visitors sign in (soak/session-flood.ts).
 async function anonymousFlood(): Promise<void> {
   console.log(
-    "flood: 20 000 anonymous GET /csrf from distinct addresses while 20 visitors sign in",
+    "flood: 20 000 anonymous GET /csrf while 20 visitors sign in (memory store bound 2000)",
   );
-  for (const kind of ["memory", "redis"] as const) {
-    const p = prefix();
-    const server = await startServer({
-      SOAK_STORE: kind,
-      SOAK_PREFIX: p,
-      SOAK_SESSION_MAX: "2000",
-      SOAK_REDIS_URL: SHARED_REDIS,
-    });
-    const visitors = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => csrf(server.base, undefined, `10.7.0.${i}`)),
+  for (const store of ["memory", "redis"] as const) {
+    const r = await floodSignIns({ store, flood: 20_000, visitors: 20 });
+    line(
+      `${store}: ${r.failedSignIns} of ${r.visitors} sign-ins failed; ${r.held} sessions held${r.longestTtlSeconds === undefined ? "" : `, longest TTL ${r.longestTtlSeconds} s`}`,
     );
-    let sent = 0;
-    const flood = Array.from({ length: 64 }, async () => {
-      while (sent < 20_000) {
-        const n = sent++;
-        await call(`${server.base}/csrf`, {
-          xff: `10.${8 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`,
-        });
-      }
-    });
-    await Promise.all(flood);
-    const results = await Promise.all(
-      visitors.map((v, i) => signIn(server.base, v, "alice", "right", `10.7.0.${i}`)),
-    );
-    const failed = results.filter((r) => r.status !== 200).length;
-    let stored = "";
-    if (kind === "memory") {
-      stored = `${(JSON.parse((await call(`${server.base}/soak/stats`)).body) as { sessions?: number }).sessions} sessions held (bound 2000)`;
-    } else {
-      const client = createClient({ url: SHARED_REDIS });
-      await client.connect();
-      let keys = 0;
-      let ttl = 0;
-      for await (const batch of client.scanIterator({ MATCH: `${p}session:*`, COUNT: 1000 })) {
-        for (const key of batch) {
-          keys++;
-          ttl = Math.max(ttl, await client.pTTL(key));
-        }
-      }
-      if (keys > 0) {
-        for await (const batch of client.scanIterator({ MATCH: `${p}*`, COUNT: 1000 }))
-          if (batch.length) await client.del(batch);
-      }
-      await client.quit();
-      stored = `${keys} session keys in Redis, longest TTL ${Math.round(ttl / 60_000)} min`;
-    }
-    line(`${kind}: ${failed} of 20 sign-ins failed after the flood; ${stored}`);
-    stop(server);
   }
 }
 

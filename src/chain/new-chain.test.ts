@@ -200,7 +200,7 @@ describe("newChain / newHandler: legs on by default", () => {
     const store = new MemorySessionStore();
     const withStore = newHandler(ok, { authorization: permitAll, session: sessions({ store }) });
     const id = "a".repeat(43);
-    await store.set(id, { data: {}, createdAt: Date.now(), lastAccessAt: Date.now() }, 60_000);
+    await store.create(id, { data: {}, createdAt: Date.now(), lastAccessAt: Date.now() }, 60_000);
     const riding = await withStore(
       new Request("https://h/transfer", {
         method: "POST",

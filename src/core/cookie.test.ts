@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readCookie, serializeCookie, validateCookie } from "./cookie.ts";
+import { MAX_COOKIE_HEADER_LENGTH, readCookie, serializeCookie, validateCookie } from "./cookie.ts";
 
 const ID = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ";
 
@@ -53,13 +53,15 @@ describe("readCookie", () => {
     expect(readCookie(`sid=${value}`, "sid")).toBeUndefined();
   });
 
-  it("ignores a header longer than 8192 characters entirely", () => {
-    const padded = `sid=${ID}; pad=${"x".repeat(8192)}`;
-    expect(readCookie(padded, "sid")).toBeUndefined();
+  it("reads a header of up to 32 KiB and ignores a longer one entirely", () => {
+    expect(MAX_COOKIE_HEADER_LENGTH).toBe(32 * 1024);
     const exact = `sid=${ID}; pad=`;
-    const atLimit = exact + "x".repeat(8192 - exact.length);
-    expect(atLimit.length).toBe(8192);
+    const atLimit = exact + "x".repeat(MAX_COOKIE_HEADER_LENGTH - exact.length);
+    expect(atLimit.length).toBe(MAX_COOKIE_HEADER_LENGTH);
     expect(readCookie(atLimit, "sid")).toBe(ID);
+    // 12 KiB: past the old 8 KiB bound, well within the new one.
+    expect(readCookie(`sid=${ID}; pad=${"x".repeat(12 * 1024)}`, "sid")).toBe(ID);
+    expect(readCookie(`${atLimit}x`, "sid")).toBeUndefined();
   });
 });
 

@@ -1,5 +1,9 @@
-/** Longest `Cookie` header read; longer ones are treated as carrying no cookies. */
-export const MAX_COOKIE_HEADER_LENGTH = 8192;
+/**
+ * Longest `Cookie` header read, 32 KiB: twice what Node accepts for all of a
+ * request's headers by default. `readCookie` reads nothing from a longer one;
+ * the session leg answers it with 431 rather than treating it as no session.
+ */
+export const MAX_COOKIE_HEADER_LENGTH = 32 * 1024;
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // RFC 6265 cookie-octet: visible ASCII except `"`, `,`, `;` and `\`.

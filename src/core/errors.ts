@@ -4,7 +4,8 @@ export type ErrorCode =
   | "ERR_INVALID_OPTIONS"
   | "ERR_NO_AUTHENTICATION"
   | "ERR_AUTHENTICATION_REQUIRED"
-  | "ERR_ACCESS_DENIED";
+  | "ERR_ACCESS_DENIED"
+  | "ERR_STORE_UNAVAILABLE";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
 export class PortcullisError extends Error {
@@ -41,4 +42,17 @@ export class AccessDeniedError extends PortcullisError {
   static override code = "ERR_ACCESS_DENIED" as const;
   override readonly code = "ERR_ACCESS_DENIED" as const;
   readonly status = 403;
+}
+
+/**
+ * A store failed or did not answer in time, so the request cannot be served
+ * safely (HTTP 503). `status` and `statusCode` let Express, Koa and Fastify
+ * answer 503 on their own when it escapes a route handler.
+ */
+export class StoreUnavailableError extends PortcullisError {
+  static override code = "ERR_STORE_UNAVAILABLE" as const;
+  override readonly code = "ERR_STORE_UNAVAILABLE" as const;
+  readonly status = 503;
+  readonly statusCode = 503;
+  readonly expose = false;
 }

@@ -46,7 +46,13 @@ export {
   contextFrom,
   createContextKey,
 } from "./context.ts";
-export { type CookieAttributes, readCookie, serializeCookie, validateCookie } from "./cookie.ts";
+export {
+  type CookieAttributes,
+  MAX_COOKIE_HEADER_LENGTH,
+  readCookie,
+  serializeCookie,
+  validateCookie,
+} from "./cookie.ts";
 export { base64url, fromBase64url, randomToken } from "./encoding.ts";
 export {
   AccessDeniedError,
@@ -55,6 +61,7 @@ export {
   InvalidOptionsError,
   NoAuthenticationError,
   PortcullisError,
+  StoreUnavailableError,
 } from "./errors.ts";
 export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";
 export { rejectUnknownKeys } from "./options.ts";

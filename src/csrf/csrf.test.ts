@@ -419,7 +419,7 @@ describe("requests without a session cookie", () => {
 });
 
 describe("the token endpoint", () => {
-  it("answers GET /csrf with {token, headerName, parameterName}, no-store, and establishes the session cookie", async () => {
+  it("answers GET /csrf with {token, headerName, parameterName}, no-store, and a session id cookie, writing nothing to the store", async () => {
     const app = await testApp();
     const client = app.client();
     const response = await client.fetch("/csrf");
@@ -434,7 +434,12 @@ describe("the token endpoint", () => {
     const cookies = setCookiesOf(response).filter((c) => c.name === app.cookieName);
     expect(cookies).toHaveLength(1);
     expect(client.sessionId).toBeDefined();
-    await expect(app.store.get(client.sessionId as string)).resolves.toBeDefined();
+    // The id keys the token; nothing is stored until the application saves data.
+    await expect(app.store.get(client.sessionId as string)).resolves.toBeUndefined();
+    expect(app.store.size).toBe(0);
+    const used = await client.fetch("/api/echo", { method: "POST", token: body.token as string });
+    expect(used.status).toBe(200);
+    expect(app.store.size).toBe(0);
   });
 
   it("hands out a different token on every call, all of which verify, and keeps the session", async () => {

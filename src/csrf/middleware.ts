@@ -88,6 +88,7 @@ export function csrf(options: CsrfOptions = {}): Middleware {
       const needsToken =
         session?.fromCookie === true || protectedPaths.some((matches) => matches(path));
       if (!needsToken) return next(request, ...rest);
+      // The id the cookie carried, stored or not: a visitor who only fetched a token holds one.
       const id = session?.fromCookie === true ? session.id : undefined;
       if (session === undefined || id === undefined)
         return refuse("A session and a CSRF token are required.");
@@ -101,15 +102,16 @@ export function csrf(options: CsrfOptions = {}): Middleware {
 }
 
 /**
- * A CSRF token for the request's session, for pages that render forms. Saves
- * a new session first, so the token has an id to be bound to.
+ * A CSRF token for the request's session, for pages that render forms. A
+ * visitor without a session gets an id (and its cookie) to bind the token to;
+ * nothing is written to the store for it, so a flood of token requests costs
+ * the store nothing.
  */
 export async function csrfToken(source: ContextSource): Promise<string> {
   const session = sessionFrom(source);
   if (session === undefined)
     throw new PortcullisError("csrf tokens need the session leg in the chain");
-  if (session.id === undefined) await session.save();
-  return issueToken(session, session.id as string);
+  return issueToken(session, await session.ensureId());
 }
 
 function refuse(detail: string): Response {

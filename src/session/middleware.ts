@@ -2,15 +2,17 @@ import { bindAuthentication } from "../core/authentication.ts";
 import { bindValue } from "../core/context.ts";
 import {
   type CookieAttributes,
+  MAX_COOKIE_HEADER_LENGTH,
   readCookie,
   serializeCookie,
   validateCookie,
 } from "../core/cookie.ts";
-import { InvalidOptionsError } from "../core/errors.ts";
+import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
-import { SESSION, SESSION_ID, Session, type SessionRuntime } from "./session.ts";
+import { warnOnce } from "../core/warning.ts";
+import { SESSION, SESSION_ID, Session, type SessionRuntime, ttlOf } from "./session.ts";
 import { MemorySessionStore, type SessionStore } from "./store.ts";
 
 export interface SessionOptions {
@@ -25,12 +27,33 @@ export interface SessionOptions {
   readonly secure?: boolean;
   /** `SameSite` attribute. Default `"Lax"`. */
   readonly sameSite?: "Lax" | "Strict";
-  /** A session unused this long is over, enforced server-side. Default 30 minutes. */
+  /** A signed-in session unused this long is over, enforced server-side. Default 30 minutes. */
   readonly idleTimeoutMs?: number;
+  /**
+   * A stored session nobody is signed in to (data an application saved for a
+   * visitor) unused this long is over. Never longer than `idleTimeoutMs`.
+   * Default 15 minutes (or `idleTimeoutMs` when shorter).
+   */
+  readonly anonymousIdleTimeoutMs?: number;
   /** A session older than this is over however busy it is. Default 8 hours. */
   readonly absoluteTimeoutMs?: number;
-  /** How often a request refreshes the last-access time in the store. Default min(60 s, idle / 4). */
+  /**
+   * How often a request refreshes the last-access time in the store.
+   * Default min(60 s, anonymous idle timeout / 4).
+   */
   readonly touchIntervalMs?: number;
+  /**
+   * Longest wait for one store call (read, refresh, save, delete); past it the
+   * request answers 503. Default 1000. The built-in `MemorySessionStore`
+   * answers at once and is not timed.
+   */
+  readonly storeTimeoutMs?: number;
+  /**
+   * Told about every store failure and timeout (the request then answers 503).
+   * Default: `console.error`, at most once every 10 s, so an outage does not
+   * flood the log.
+   */
+  readonly onStoreError?: (error: unknown) => void;
   /** Clock, for tests. Default `Date.now`. */
   readonly now?: () => number;
 }
@@ -38,8 +61,11 @@ export interface SessionOptions {
 /**
  * Session lookup (chain leg 4): reads the session cookie, loads the session,
  * enforces both timeouts, and binds the `Session` and its principal to the
- * request. A missing, malformed, unknown or expired cookie means a fresh,
- * unsaved session; nothing is written until `await session.save()`.
+ * request. A missing, malformed or expired cookie means a fresh session
+ * without an id; a well-formed id with nothing stored is kept as the id of an
+ * empty, anonymous session (it keys CSRF tokens). Nothing is written until
+ * `await session.save()`. A store that fails or stalls answers 503; a `Cookie`
+ * header longer than `MAX_COOKIE_HEADER_LENGTH` answers 431.
  */
 export function sessions(options: SessionOptions = {}): Middleware {
   const secure = options.secure ?? true;
@@ -61,50 +87,85 @@ export function sessions(options: SessionOptions = {}): Middleware {
     throw new InvalidOptionsError('sessions: sameSite must be "Lax" or "Strict"');
   }
   const idleTimeoutMs = positive("idleTimeoutMs", options.idleTimeoutMs ?? 30 * 60_000);
+  const anonymousIdleTimeoutMs = Math.min(
+    idleTimeoutMs,
+    positive("anonymousIdleTimeoutMs", options.anonymousIdleTimeoutMs ?? 15 * 60_000),
+  );
   const absoluteTimeoutMs = positive(
     "absoluteTimeoutMs",
     options.absoluteTimeoutMs ?? 8 * 60 * 60_000,
   );
   const touchIntervalMs = positive(
     "touchIntervalMs",
-    options.touchIntervalMs ?? Math.min(60_000, idleTimeoutMs / 4),
+    options.touchIntervalMs ?? Math.min(60_000, anonymousIdleTimeoutMs / 4),
   );
+  const storeTimeoutMs = positive("storeTimeoutMs", options.storeTimeoutMs ?? 1000);
   const store = options.store ?? new MemorySessionStore();
-  if (
-    typeof store.get !== "function" ||
-    typeof store.set !== "function" ||
-    typeof store.delete !== "function"
-  ) {
-    throw new InvalidOptionsError("sessions: store must implement get, set and delete");
+  for (const method of ["get", "create", "update", "touch", "delete"] as const) {
+    if (typeof store?.[method] !== "function")
+      throw new InvalidOptionsError(
+        `sessions: store must implement SessionStore (get, create, update, touch, delete); ${method} is missing`,
+      );
   }
+  if (options.onStoreError !== undefined && typeof options.onStoreError !== "function")
+    throw new InvalidOptionsError("sessions: onStoreError must be a function");
+  const report = options.onStoreError ?? throttledConsole();
   const now = options.now ?? Date.now;
   const clearCookie = serializeCookie(cookieName, "", { ...attributes, maxAge: 0 });
+  // The built-in memory store answers within the call: no timer for it.
+  const timed = Object.getPrototypeOf(store) !== MemorySessionStore.prototype;
 
   const runtime: SessionRuntime = {
     store,
     now,
     idleTimeoutMs,
+    anonymousIdleTimeoutMs,
     absoluteTimeoutMs,
+    call: async (operation) => {
+      try {
+        return timed ? await within(operation(), storeTimeoutMs) : await operation();
+      } catch (error) {
+        try {
+          report(error);
+        } catch {
+          // A failing logger must not change the answer.
+        }
+        throw new StoreUnavailableError("the session store failed or did not answer in time", {
+          cause: error,
+        });
+      }
+    },
     // The outbox is made only when a cookie is actually set: most requests set none.
-    setCookie: (request, id) =>
+    setCookie: (request, id) => {
+      if (id !== undefined && secure) warnIfDropped(request);
       outboxOf(request).setCookie(
         id === undefined ? clearCookie : serializeCookie(cookieName, id, attributes),
-      ),
+      );
+    },
   };
 
   return (next) =>
     async (request, ...rest) => {
-      const id = readCookie(request.headers.get("cookie"), cookieName);
+      const header = request.headers.get("cookie");
+      // Beyond the bound, answering is better than reading no cookie: that would sign the user out silently.
+      if (header !== null && header.length > MAX_COOKIE_HEADER_LENGTH) return cookieTooLarge();
       let session: Session;
       try {
-        session = await load(runtime, request, id, touchIntervalMs);
+        session = await load(runtime, request, readCookie(header, cookieName), touchIntervalMs);
       } catch {
-        return problemResponse(503, { detail: "Sessions are unavailable." });
+        return unavailable();
       }
       bindValue(request, SESSION, session);
       const auth = session.authentication;
       if (auth !== undefined) bindAuthentication(request, auth);
-      const response = await next(request, ...rest);
+      let response: Response;
+      try {
+        response = await next(request, ...rest);
+      } catch (error) {
+        // A save or destroy deeper in the chain found the store down: 503, not 500.
+        if (!(error instanceof StoreUnavailableError)) throw error;
+        response = unavailable();
+      }
       return existingOutbox(request)?.drainIntoResponse(response) ?? response;
     };
 }
@@ -115,34 +176,106 @@ async function load(
   id: string | undefined,
   touchIntervalMs: number,
 ): Promise<Session> {
+  if (id === undefined) return new Session(runtime, request);
   // Only well-formed ids reach the store: garbage never costs a lookup.
-  if (id === undefined || !SESSION_ID.test(id)) {
-    if (id !== undefined) runtime.setCookie(request, undefined);
-    return new Session(runtime, request);
-  }
-  const record = await runtime.store.get(id);
-  const at = runtime.now();
-  if (record === undefined) {
+  if (!SESSION_ID.test(id)) {
     runtime.setCookie(request, undefined);
     return new Session(runtime, request);
   }
-  if (
-    at - record.lastAccessAt >= runtime.idleTimeoutMs ||
-    at - record.createdAt >= runtime.absoluteTimeoutMs
-  ) {
-    await runtime.store.delete(id);
+  const { store, call } = runtime;
+  const record = await call(() => store.get(id));
+  // Nothing stored: the id still keys CSRF tokens, and carries no principal.
+  if (record === undefined) return new Session(runtime, request, id);
+  const at = runtime.now();
+  const idle =
+    record.principal === undefined ? runtime.anonymousIdleTimeoutMs : runtime.idleTimeoutMs;
+  if (at - record.lastAccessAt >= idle || at - record.createdAt >= runtime.absoluteTimeoutMs) {
+    await call(() => store.delete(id));
     runtime.setCookie(request, undefined);
     return new Session(runtime, request);
   }
   if (at - record.lastAccessAt >= touchIntervalMs) {
-    const ttl = Math.min(runtime.idleTimeoutMs, record.createdAt + runtime.absoluteTimeoutMs - at);
-    await runtime.store.set(id, { ...record, lastAccessAt: at }, ttl);
+    const ttl = ttlOf(runtime, record.principal, record.createdAt, at);
+    // Refreshed only if still there: a logout that ran since the read stays done.
+    if (!(await call(() => store.touch(id, at, ttl)))) return new Session(runtime, request, id);
   }
   return new Session(runtime, request, id, record);
 }
 
+function unavailable(): Response {
+  return problemResponse(503, { detail: "Sessions are unavailable; try again later." });
+}
+
+function cookieTooLarge(): Response {
+  return problemResponse(431, {
+    title: "Request Header Fields Too Large",
+    detail: `The Cookie header is longer than ${MAX_COOKIE_HEADER_LENGTH} bytes; clear this site's cookies.`,
+  });
+}
+
+/** `promise`, or a rejection once `ms` have passed. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`the session store did not answer within ${ms} ms`)),
+      ms,
+    );
+    promise.then(resolve, reject).finally(() => clearTimeout(timer));
+  });
+}
+
+/** `console.error`, at most once every 10 s, saying how many failures it skipped. */
+function throttledConsole(): (error: unknown) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  let skipped = 0;
+  return (error) => {
+    const at = Date.now();
+    if (at - last < 10_000) {
+      skipped++;
+      return;
+    }
+    const more = skipped > 0 ? ` (and ${skipped} more since the last report)` : "";
+    last = at;
+    skipped = 0;
+    console.error(`portcullis: session store failed${more}`, error);
+  };
+}
+
+/**
+ * Browsers drop a `Secure` cookie set over plain HTTP, except on loopback: the
+ * sign-in then seems to do nothing. A proxy's `X-Forwarded-Proto: https` or
+ * `Forwarded: proto=https` says the browser did use HTTPS.
+ */
+function warnIfDropped(request: object): void {
+  const url = (request as Request).url;
+  if (typeof url !== "string" || !url.startsWith("http:")) return;
+  const headers = (request as Request).headers;
+  const forwarded = `${headers?.get("x-forwarded-proto") ?? ""},${headers?.get("forwarded") ?? ""}`;
+  if (/(^|[\s,;=])https\b/i.test(forwarded)) return;
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return;
+  }
+  if (isLoopback(host)) return;
+  warnOnce(
+    "PORTCULLIS_SECURE_COOKIE_OVER_HTTP",
+    `a Secure session cookie was set on a plain-HTTP request for ${host}: browsers drop it, so sign-in seems to do nothing. Serve HTTPS (behind a TLS proxy, let it send X-Forwarded-Proto), or use sessions({ secure: false }) for local development only.`,
+  );
+}
+
+function isLoopback(host: string): boolean {
+  return (
+    host === "localhost" ||
+    host.endsWith(".localhost") ||
+    host === "[::1]" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+  );
+}
+
 function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0)
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
     throw new InvalidOptionsError(`sessions: ${name} must be a positive number`);
   return value;
 }

@@ -1,3 +1,4 @@
+export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
 export {
   RedisLoginAttemptStore,
   type RedisLoginAttemptStoreOptions,

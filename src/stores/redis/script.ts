@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { InvalidOptionsError } from "../../core/errors.ts";
+import { guardRedisClient } from "./client.ts";
 
 /**
  * The node-redis v5 commands (`createClient()`, or a cluster client) the
@@ -57,6 +58,12 @@ export interface ScriptedStoreOptions {
   readonly prefix?: string;
   /** A call Redis has not answered within this many milliseconds rejects. Default 1000. */
   readonly timeoutMs?: number;
+  /**
+   * Told about the client's connection errors. Default: when the client has no
+   * `error` listener, one logging through `console.error` at most once every
+   * 10 s (see `guardRedisClient`).
+   */
+  readonly onError?: (error: unknown) => void;
 }
 
 /** Validates a scripted store's options, throwing `InvalidOptionsError`, and fills in the defaults. */
@@ -77,5 +84,7 @@ export function scriptedStoreOptions(
   const timeoutMs = options.timeoutMs ?? 1000;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
     throw new InvalidOptionsError(`${store} timeoutMs must be a positive integer`);
+  // Without an error listener, the first Redis outage would end the process.
+  guardRedisClient(client, options.onError);
   return { client, prefix, timeoutMs };
 }
