@@ -9,6 +9,7 @@ import {
 import { bindValue, contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
 import { csrf } from "../csrf/middleware.ts";
@@ -84,6 +85,20 @@ export interface SecurityOptions {
 export function newChain(options: SecurityOptions): Chain {
   if (typeof options !== "object" || options === null)
     throw new InvalidOptionsError("newChain needs an options object");
+  rejectUnknownKeys("newChain", options, [
+    "headers",
+    "cors",
+    "rateLimit",
+    "session",
+    "authentication",
+    "csrf",
+    "login",
+    "authorization",
+    "onError",
+    "clientAddress",
+    "trustProxy",
+    "forwardedHeader",
+  ]);
   if (options.authorization === undefined) {
     throw new InvalidOptionsError(
       "the security chain needs an `authorization` leg (authz.routes([...])); an empty rule list denies everything",

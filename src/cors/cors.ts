@@ -1,5 +1,7 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { parseOrigin } from "../core/origin.ts";
 import { problemResponse } from "../core/problem.ts";
 import { setIfAbsent, withHeaders } from "../core/response.ts";
 
@@ -65,8 +67,6 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 // The shape of a serialized origin, any scheme: no path, query, userinfo or spaces.
 const ORIGIN_SHAPE = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\s\\]+$/i;
-// A DNS name or an IP literal; the URL parser lets through more (`*`, `!`, `$`) than any browser sends.
-const HOST = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/;
 const PREFLIGHT_VARY = "Origin, Access-Control-Request-Method, Access-Control-Request-Headers";
 
 /**
@@ -87,9 +87,7 @@ export function cors(options: CorsOptions): Middleware {
   if (typeof options !== "object" || options === null) {
     throw new InvalidOptionsError("cors: options with an `origin` are required");
   }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_NAMES.includes(key)) throw new InvalidOptionsError(`cors: unknown option ${key}`);
-  }
+  rejectUnknownKeys("cors", options, OPTION_NAMES);
   const credentials = options.credentials ?? CORS_DEFAULTS.credentials;
   if (typeof credentials !== "boolean") {
     throw new InvalidOptionsError("cors: credentials must be a boolean");
@@ -198,29 +196,12 @@ function serializedOrigin(entry: unknown): string {
   if (entry === "*") {
     throw new InvalidOptionsError('cors: "*" must be the whole origin option, not a list entry');
   }
-  let url: URL | undefined;
-  try {
-    url = new URL(entry);
-  } catch {
-    url = undefined;
-  }
-  const lower = entry.toLowerCase();
   if (entry.includes("*")) {
     throw new InvalidOptionsError(
       `cors: ${JSON.stringify(entry)}: origins have no wildcards; list each origin or pass a function`,
     );
   }
-  if (
-    url === undefined ||
-    (url.protocol !== "https:" && url.protocol !== "http:") ||
-    url.origin !== lower ||
-    !HOST.test(url.hostname)
-  ) {
-    throw new InvalidOptionsError(
-      `cors: ${JSON.stringify(entry)} is not a serialized origin (scheme://host[:port], http or https, no path, no trailing slash, no default port)`,
-    );
-  }
-  return lower;
+  return parseOrigin("cors", entry);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
-import { isSerializedOrigin, kebabCase } from "./validate.ts";
+import { serializedOriginOf } from "../core/origin.ts";
+import { kebabCase } from "./validate.ts";
 
 /**
  * Features keyed by name (`camera`, `"publickey-credentials-get"`, or camelCase
@@ -40,7 +41,8 @@ export function compilePermissionsPolicy(features: PermissionsPolicyFeatures): s
     }
     const items = allow.map((item: unknown) => {
       if (item === "self") return "self";
-      if (typeof item === "string" && isSerializedOrigin(item)) return `"${item.toLowerCase()}"`;
+      const origin = serializedOriginOf(item);
+      if (origin !== undefined) return `"${origin}"`;
       throw new InvalidOptionsError(
         `securityHeaders: feature ${name} allows ${JSON.stringify(item)}, which is neither "self" nor a serialized origin`,
       );

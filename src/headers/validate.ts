@@ -27,16 +27,3 @@ export function oneOf<T extends string>(option: string, value: unknown, allowed:
   }
   return value as T;
 }
-
-/** A serialized http(s) origin, `scheme://host[:port]` with nothing after it. */
-export function isSerializedOrigin(value: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return false;
-  }
-  return (
-    (url.protocol === "https:" || url.protocol === "http:") && url.origin === value.toLowerCase()
-  );
-}

@@ -10,6 +10,7 @@ import {
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { withHeaders } from "../core/response.ts";
@@ -104,6 +105,7 @@ interface Counted {
   readonly decision: RateLimitDecision;
 }
 
+const RULE_KEYS = ["name", "match", "methods", "limit", "windowMs", "algorithm", "key"];
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 // The problem type draft-ietf-httpapi-ratelimit-headers registers for a spent quota.
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
@@ -131,6 +133,18 @@ const encoder = new TextEncoder();
 export function rateLimit(options: RateLimitOptions): Middleware {
   if (typeof options !== "object" || options === null)
     throw new InvalidOptionsError("rateLimit needs an options object");
+  rejectUnknownKeys("rateLimit", options, [
+    "rules",
+    "store",
+    "ipv6Prefix",
+    "ipv4Prefix",
+    "headers",
+    "failOpen",
+    "onStoreError",
+    "now",
+    "trustProxy",
+    "forwardedHeader",
+  ]);
   const rules = compileRules(options.rules);
   const store = options.store ?? new MemoryRateLimitStore();
   if (typeof store?.hit !== "function")
@@ -362,6 +376,7 @@ function compileRules(rules: readonly RateLimitRule[] | undefined): readonly Com
     rules.map((rule: RateLimitRule, index): CompiledRule => {
       if (typeof rule !== "object" || rule === null)
         throw new InvalidOptionsError("every rate-limit rule must be an object");
+      rejectUnknownKeys(`rateLimit rule ${index + 1}`, rule, RULE_KEYS);
       const name = rule.name ?? `rule${index + 1}`;
       if (typeof name !== "string" || !NAME.test(name))
         throw new InvalidOptionsError(

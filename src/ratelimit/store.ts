@@ -1,4 +1,5 @@
 import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import {
   type RateLimitDecision,
   type RateLimitPolicy,
@@ -57,6 +58,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
   #moves = 0;
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
+    rejectUnknownKeys("MemoryRateLimitStore", options, ["maxEntries"]);
     this.#max = options.maxEntries ?? 10_000;
     if (!Number.isSafeInteger(this.#max) || this.#max < 1)
       throw new InvalidOptionsError("maxEntries must be a positive integer");

@@ -9,6 +9,7 @@ import {
 } from "../core/cookie.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
@@ -68,6 +69,19 @@ export interface SessionOptions {
  * header longer than `MAX_COOKIE_HEADER_LENGTH` answers 431.
  */
 export function sessions(options: SessionOptions = {}): Middleware {
+  rejectUnknownKeys("sessions", options, [
+    "store",
+    "cookieName",
+    "secure",
+    "sameSite",
+    "idleTimeoutMs",
+    "anonymousIdleTimeoutMs",
+    "absoluteTimeoutMs",
+    "touchIntervalMs",
+    "storeTimeoutMs",
+    "onStoreError",
+    "now",
+  ]);
   const secure = options.secure ?? true;
   const cookieName =
     options.cookieName ?? (secure ? "__Host-portcullis-session" : "portcullis-session");

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { InvalidOptionsError } from "../../core/errors.ts";
+import { rejectUnknownKeys } from "../../core/options.ts";
 import { guardRedisClient } from "./client.ts";
 
 /**
@@ -72,6 +73,7 @@ export function scriptedStoreOptions(
   options: ScriptedStoreOptions,
   defaultPrefix: string,
 ): { client: RedisScriptingClient; prefix: string; timeoutMs: number } {
+  rejectUnknownKeys(store, options, ["client", "prefix", "timeoutMs", "onError"]);
   const client = options?.client;
   if (
     typeof client?.evalSha !== "function" ||

@@ -1,0 +1,90 @@
+import { createClient } from "redis";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  authz,
+  basicAuth,
+  cors,
+  csrf,
+  InvalidOptionsError,
+  login,
+  MemoryLoginAttemptStore,
+  MemoryRateLimitStore,
+  MemorySessionStore,
+  newChain,
+  passwordCredentials,
+  rateLimit,
+  securityHeaders,
+  sessions,
+} from "../src/index.ts";
+import {
+  RedisLoginAttemptStore,
+  RedisRateLimitStore,
+  RedisSessionStore,
+} from "../src/stores/redis/index.ts";
+
+const redis = createClient({ url: "redis://127.0.0.1:6379" });
+redis.on("error", () => {});
+afterAll(async () => {
+  if (redis.isOpen) await redis.quit();
+});
+
+const credentials = () => passwordCredentials({ findUser: () => undefined });
+const deny = authz.routes([]);
+
+// Each factory with one misspelt key: it must throw when built, naming the key.
+const misspelt: Array<[string, () => unknown]> = [
+  [
+    "rateLimit",
+    () => rateLimit({ rules: [{ limit: 1, windowMs: 1000 }], stroe: undefined } as never),
+  ],
+  [
+    "rateLimit rule",
+    () => rateLimit({ rules: [{ mathc: "/api/**", limit: 1, windowMs: 1000 }] } as never),
+  ],
+  ["cors", () => cors({ origin: "https://a.example", credential: true } as never)],
+  ["csrf", () => csrf({ trustedOrigin: ["https://a.example"] } as never)],
+  ["securityHeaders", () => securityHeaders({ contentSecurityPolicys: {} } as never)],
+  ["sessions", () => sessions({ idleTimeout: 1000 } as never)],
+  ["newChain", () => newChain({ authorization: deny, sesion: false } as never)],
+  ["login", () => login({ credentials: credentials(), loginpath: "/signin" } as never)],
+  ["basicAuth", () => basicAuth({ credentials: credentials(), requried: false } as never)],
+  [
+    "passwordCredentials",
+    () => passwordCredentials({ findUser: () => undefined, throtle: false } as never),
+  ],
+  ["MemoryRateLimitStore", () => new MemoryRateLimitStore({ maxEntry: 5 } as never)],
+  ["MemorySessionStore", () => new MemorySessionStore({ maxEntry: 5 } as never)],
+  ["MemoryLoginAttemptStore", () => new MemoryLoginAttemptStore({ maxEntry: 5 } as never)],
+  ["RedisRateLimitStore", () => new RedisRateLimitStore({ client: redis, timeout: 5 } as never)],
+  ["RedisSessionStore", () => new RedisSessionStore({ client: redis, timeout: 5 } as never)],
+  [
+    "RedisLoginAttemptStore",
+    () => new RedisLoginAttemptStore({ client: redis, timeout: 5 } as never),
+  ],
+];
+
+describe("misspelt options", () => {
+  it.each(misspelt)("%s refuses a misspelt key when built, naming it", (_name, build) => {
+    let thrown: unknown;
+    try {
+      build();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(InvalidOptionsError);
+    expect((thrown as Error).message).toMatch(
+      /stroe|mathc|credential|trustedOrigin|contentSecurityPolicys|idleTimeout|sesion|loginpath|requried|throtle|maxEntry|timeout/,
+    );
+  });
+
+  it("limits only the paths a correctly spelt rule matches", async () => {
+    const limited = rateLimit({ rules: [{ match: "/api/**", limit: 1, windowMs: 60_000 }] })(
+      async () => new Response("ok"),
+    );
+    const hit = (path: string) => limited(new Request(`https://a.example${path}`));
+    expect((await hit("/other")).status).toBe(200);
+    expect((await hit("/other")).status).toBe(200);
+    expect((await hit("/api/x")).status).toBe(200);
+    expect((await hit("/api/x")).status).toBe(429);
+  });
+});
