@@ -14,6 +14,7 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { withHeaders } from "../core/response.ts";
+import { warnOnce } from "../core/warning.ts";
 import {
   ALGORITHMS,
   type RateLimitAlgorithm,
@@ -172,7 +173,12 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       ? resolveClientAddress(request, options)
       : (clientAddressOf(request) ?? resolveClientAddress(request));
     const network = address === undefined ? undefined : addressNetwork(address, prefixes);
-    return network === undefined ? "u" : `a:${network}`;
+    if (network !== undefined) return `a:${network}`;
+    warnOnce(
+      "PORTCULLIS_NO_CLIENT_ADDRESS",
+      "a rate-limit rule keyed on the client address saw a request with no address, so such clients share one counter; pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter",
+    );
+    return "u";
   };
 
   // Synchronous unless a rule's key is a function or the key needs hashing:

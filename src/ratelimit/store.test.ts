@@ -59,6 +59,22 @@ describe("MemoryRateLimitStore", () => {
     expect(store.size).toBe(100);
   });
 
+  it("keeps a steady client's counter through a flood of new keys far beyond the bound", async () => {
+    const store = new MemoryRateLimitStore({ maxEntries: 1000 });
+    const quota: RateLimitPolicy = { algorithm: "fixed-window", limit: 30, windowMs: 120_000 };
+    // One request a second from her; between two of them, five times the bound in new addresses.
+    const remaining: number[] = [];
+    for (let second = 0; second < 30; second++) {
+      remaining.push((await store.hit("her", quota, second * 1000)).remaining);
+      for (let i = 0; i < 5000; i++) await store.hit(`flood-${second}-${i}`, quota, second * 1000);
+    }
+    // A key seen once is the flood's to lose: her first counter may go. From her second
+    // request on she outranks every address seen once, and her counter never starts over.
+    expect(remaining.slice(1)).toEqual(Array.from({ length: 29 }, (_, i) => remaining[1]! - i));
+    expect(remaining[1]).toBeGreaterThanOrEqual(28);
+    expect(store.size).toBe(1000);
+  });
+
   it("treats an expired counter as fresh and sweeps expired entries", async () => {
     const store = new MemoryRateLimitStore();
     for (let i = 0; i < 100; i++) await store.hit(`old-${i}`, policy, 0);
