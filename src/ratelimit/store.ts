@@ -142,7 +142,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   #dropOne(): void {
-    if (this.#probation.size === 0) return this.#dropProtected();
+    if (this.#probation.size === 0) {
+      this.#dropProtected();
+      return;
+    }
     // The oldest few on probation: one that has been seen before (it came back after an
     // eviction) moves to the protected segment instead; of the rest the one seen least
     // often goes, the oldest on a tie. A client that keeps coming back thus outranks a
