@@ -3,6 +3,7 @@ import {
   type ClientAddressFunction,
   type ClientAddressOptions,
   checkClientAddressOptions,
+  FRAMEWORK_TRUSTS_PROXY,
   PEER_ADDRESS,
   resolveClientAddress,
 } from "../core/client-address.ts";
@@ -12,6 +13,7 @@ import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
+import { warnOnce } from "../core/warning.ts";
 import { csrf } from "../csrf/middleware.ts";
 import { securityHeaders } from "../headers/security-headers.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
@@ -196,12 +198,24 @@ export function newHandler(handler: FetchHandler, options: SecurityOptions): Han
 function guardRequest(onError: ErrorListener, options: SecurityOptions): Middleware {
   const { clientAddress } = options;
   const resolveAddress = clientAddress !== undefined || options.trustProxy !== undefined;
+  const trustsNoProxy = options.trustProxy === undefined || options.trustProxy === 0;
+  const forwardedHeader = options.forwardedHeader ?? "x-forwarded-for";
   return (next: Handler): Handler =>
     async (request, ...rest) => {
       if (matchPath(request) === undefined) {
         return refusedPathResponse();
       }
-      if (!contextFrom(request).has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
+      const context = contextFrom(request);
+      if (!context.has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
+      if (
+        trustsNoProxy &&
+        context.get(FRAMEWORK_TRUSTS_PROXY) === true &&
+        request.headers.has(forwardedHeader)
+      )
+        warnOnce(
+          "PORTCULLIS_FORWARDED_HEADER_IGNORED",
+          `the framework trusts forwarding proxies but the chain does not, so ${forwardedHeader} is ignored and every client behind the proxy shares its address; set newChain's trustProxy to the number of proxies, as the framework's own setting does`,
+        );
       try {
         if (resolveAddress) {
           const peer = clientAddress?.(request, ...rest);

@@ -9,6 +9,13 @@ import type { Middleware } from "./handler.ts";
  */
 export const PEER_ADDRESS = createContextKey<string>("portcullis.peerAddress");
 
+/**
+ * Bound by a framework adapter when the framework in front is set to believe
+ * forwarding proxies (Express `trust proxy`, Koa `app.proxy`, Fastify
+ * `trustProxy`): if the chain believes none, the two disagree about the client.
+ */
+export const FRAMEWORK_TRUSTS_PROXY = createContextKey<true>("portcullis.frameworkTrustsProxy");
+
 /** The client address `resolveClientAddress` settled on, normalized; read it with `clientAddressOf`. */
 export const CLIENT_ADDRESS = createContextKey<string>("portcullis.clientAddress");
 

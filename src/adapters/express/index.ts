@@ -27,7 +27,7 @@ export function expressMiddleware(
 ): RequestHandler {
   const run = chainRunner(chain, options);
   return (req: Request, res: Response, next: NextFunction): void => {
-    run(req, res, req.originalUrl ?? req.url, []).then(
+    run(req, res, req.originalUrl ?? req.url, [], Boolean(req.app?.get("trust proxy"))).then(
       (outcome) => {
         if (!outcome.passed) {
           writeResponse(res, outcome.response, req.method).catch(() => res.destroy());

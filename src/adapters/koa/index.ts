@@ -26,10 +26,13 @@ export function koaMiddleware(
 ): KoaMiddleware {
   const run = chainRunner(chain, options);
   return async (ctx: Context, next: Next) => {
-    const outcome = await run(ctx.req, ctx.res, ctx.originalUrl ?? ctx.req.url ?? "", [
-      ctx,
-      ctx.request,
-    ]);
+    const outcome = await run(
+      ctx.req,
+      ctx.res,
+      ctx.originalUrl ?? ctx.req.url ?? "",
+      [ctx, ctx.request],
+      ctx.app?.proxy === true,
+    );
     if (!outcome.passed) {
       respond(ctx, outcome.response);
       return;

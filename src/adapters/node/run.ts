@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { PEER_ADDRESS } from "../../core/client-address.ts";
+import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindContext, bindValue, boundContext, contextFrom } from "../../core/context.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { outboxOf } from "../../core/outbox.ts";
@@ -43,6 +43,8 @@ export type ChainRunner = (
   res: ServerResponse,
   target: string,
   bindTo: readonly object[],
+  /** The framework believes forwarding proxies (see `FRAMEWORK_TRUSTS_PROXY`). */
+  frameworkTrustsProxy?: boolean,
 ) => Promise<ChainOutcome>;
 
 /**
@@ -76,7 +78,7 @@ export function chainRunner(
     response: internalErrorResponse(options.onError, error, request),
   });
 
-  return async (message, res, target, bindTo) => {
+  return async (message, res, target, bindTo, frameworkTrustsProxy) => {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target);
@@ -97,6 +99,7 @@ export function chainRunner(
       bindValue(request, RAW_PATH, built.rawPath);
       const peer = message.socket?.remoteAddress;
       if (peer !== undefined) bindValue(request, PEER_ADDRESS, peer);
+      if (frameworkTrustsProxy === true) bindValue(request, FRAMEWORK_TRUSTS_PROXY, true);
     }
     // Made before the chain runs, so a leg that queues a header once the route runs
     // (`session.save()`) finds this one rather than binding a new one nobody drains.
