@@ -327,17 +327,14 @@ describe("absurd cost parameters in a tampered hash", () => {
     expect(encoder.needsRehash(encoded)).toBe(true);
   });
 
-  it("refuses ln=40 quickly with the real scrypt", async () => {
-    const started = performance.now();
+  // Deriving either key would outlast the test's time limit: answering at all shows it was refused first.
+  it("refuses ln=40 with the real scrypt before deriving a key", async () => {
     await expect(scrypt().verify("x", `{scrypt}ln=40,r=8,p=1$${salt}$${key}`)).resolves.toBe(false);
-    expect(performance.now() - started).toBeLessThan(100);
   });
 
-  it("refuses a PBKDF2 hash with more than 10 000 000 iterations quickly", async () => {
-    const started = performance.now();
+  it("refuses a PBKDF2 hash with more than 10 000 000 iterations before deriving a key", async () => {
     await expect(pbkdf2().verify("x", `{pbkdf2-sha256}i=99999999$${salt}$${key}`)).resolves.toBe(
       false,
     );
-    expect(performance.now() - started).toBeLessThan(100);
   });
 });
