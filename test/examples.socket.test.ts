@@ -1,29 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { basicHeader } from "./helpers.ts";
+import { freePort } from "./processes.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ALICE = basicHeader("alice", "demo-alice"); // USER
 const SAM = basicHeader("sam", "demo-sam"); // STAFF
 const ADA = basicHeader("ada", "demo-ada"); // ADMIN
 const COOKIE = "portcullis-session"; // the examples serve plain HTTP, so no __Host- prefix
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === "object" && address !== null
-          ? resolve(address.port)
-          : reject(new Error("no port")),
-      );
-    });
-  });
-}
 
 /** Starts `examples/<framework>/server.ts` as `npm start` would, and waits for its banner. */
 async function startExample(framework: string): Promise<{ child: ChildProcess; base: string }> {

@@ -25,7 +25,6 @@ import {
   type PasswordEncoder,
   Pbkdf2PasswordEncoder,
   passwordCredentials,
-  ScryptPasswordEncoder,
 } from "./index.ts";
 
 const encode = (text: string) => new TextEncoder().encode(text);

@@ -9,6 +9,7 @@ import {
 } from "../core/cookie.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { throttledConsole } from "../core/log.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
@@ -123,7 +124,7 @@ export function sessions(options: SessionOptions = {}): Middleware {
   }
   if (options.onStoreError !== undefined && typeof options.onStoreError !== "function")
     throw new InvalidOptionsError("sessions: onStoreError must be a function");
-  const report = options.onStoreError ?? throttledConsole();
+  const report = options.onStoreError ?? throttledConsole("session store failed");
   const now = options.now ?? Date.now;
   const clearCookie = serializeCookie(cookieName, "", { ...attributes, maxAge: 0 });
   // The built-in memory store answers within the call: no timer for it.
@@ -236,23 +237,6 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
     );
     promise.then(resolve, reject).finally(() => clearTimeout(timer));
   });
-}
-
-/** `console.error`, at most once every 10 s, saying how many failures it skipped. */
-function throttledConsole(): (error: unknown) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  let skipped = 0;
-  return (error) => {
-    const at = Date.now();
-    if (at - last < 10_000) {
-      skipped++;
-      return;
-    }
-    const more = skipped > 0 ? ` (and ${skipped} more since the last report)` : "";
-    last = at;
-    skipped = 0;
-    console.error(`portcullis: session store failed${more}`, error);
-  };
 }
 
 /**

@@ -1,28 +1,12 @@
 import { createClient } from "redis";
 import { InvalidOptionsError } from "../../core/errors.ts";
+import { throttledConsole } from "../../core/log.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 
 /** The part of a node-redis client that reports connection errors. */
 interface ErrorEmitter {
   on(event: "error", listener: (error: unknown) => void): unknown;
   listenerCount(event: "error"): number;
-}
-
-/** `console.error` at most once every 10 s, counting what it skipped: an outage must not flood the log. */
-function throttledConsole(what: string): (error: unknown) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  let skipped = 0;
-  return (error) => {
-    const at = Date.now();
-    if (at - last < 10_000) {
-      skipped++;
-      return;
-    }
-    const more = skipped > 0 ? ` (and ${skipped} more since the last report)` : "";
-    last = at;
-    skipped = 0;
-    console.error(`portcullis: ${what}${more}`, error);
-  };
 }
 
 const reportToConsole = throttledConsole("Redis client error");
