@@ -4,7 +4,7 @@
  * on a memory store, a Redis store, and two processes sharing one Redis.
  * Counts the rounds after which the old cookie still signed someone in.
  *
- *   npx tsx --conditions=source soak/session-race.ts
+ *   npm run soak -- logout
  */
 import { createClient } from "redis";
 import { startServer } from "../test/processes.ts";
@@ -145,18 +145,5 @@ export async function raceOn(
       if (keys.length > 0) await redis.del(keys);
       await redis.quit();
     }
-  }
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  for (const [label, store, count] of [
-    ["memory, one process", "memory", 1],
-    ["redis, one process", "redis", 1],
-    ["redis, two processes", "redis", 2],
-  ] as const) {
-    const { logouts, rotations } = await raceOn(store, count);
-    console.log(
-      `${label}: old cookie still signed in after ${logouts}/${ROUNDS} raced logouts, ${rotations}/${ROUNDS} raced rotations`,
-    );
   }
 }

@@ -1,25 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  authz,
-  newHandler,
-  nodeServerClientAddress,
-  onWarning,
-  type PortcullisWarning,
-  rateLimit,
-  resetWarnings,
-} from "../src/index.ts";
+import { describe, expect, it } from "vitest";
+import { authz, newHandler, nodeServerClientAddress, rateLimit } from "../src/index.ts";
+import { captureWarnings } from "./warnings.ts";
 
-const warnings: PortcullisWarning[] = [];
-let restore: ReturnType<typeof onWarning> | undefined;
-
-afterEach(() => {
-  if (restore) onWarning(restore);
-  restore = undefined;
-  warnings.length = 0;
-  resetWarnings();
-});
+const warnings = captureWarnings();
 
 function listen(options: { clientAddress?: typeof nodeServerClientAddress }) {
   const handler = newHandler(async () => new Response("ok"), {
@@ -39,7 +24,6 @@ function listen(options: { clientAddress?: typeof nodeServerClientAddress }) {
 
 describe("a rate-limit leg that never sees a client address", () => {
   it("warns once, with a stable code, on @hono/node-server without clientAddress", async () => {
-    restore = onWarning((warning) => warnings.push(warning));
     const { base, close } = await listen({});
     try {
       for (let i = 0; i < 3; i++) expect((await fetch(`${base}/x`)).status).toBe(200);
@@ -51,7 +35,6 @@ describe("a rate-limit leg that never sees a client address", () => {
   });
 
   it("stays quiet once the server's client address is passed in", async () => {
-    restore = onWarning((warning) => warnings.push(warning));
     const { base, close } = await listen({ clientAddress: nodeServerClientAddress });
     try {
       const response = await fetch(`${base}/x`);

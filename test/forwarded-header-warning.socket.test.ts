@@ -5,17 +5,13 @@ import Koa from "koa";
 import { afterEach, describe, expect, it } from "vitest";
 import { expressMiddleware } from "../src/adapters/express/index.ts";
 import { koaMiddleware } from "../src/adapters/koa/index.ts";
-import { authz, newChain, onWarning, type PortcullisWarning, resetWarnings } from "../src/index.ts";
+import { authz, newChain } from "../src/index.ts";
+import { captureWarnings } from "./warnings.ts";
 
-const warnings: PortcullisWarning[] = [];
+const warnings = captureWarnings();
 const servers: Server[] = [];
-let restore: ReturnType<typeof onWarning> | undefined;
 
 afterEach(() => {
-  if (restore) onWarning(restore);
-  restore = undefined;
-  warnings.length = 0;
-  resetWarnings();
   for (const server of servers.splice(0)) server.close();
 });
 
@@ -60,7 +56,6 @@ describe.each([
   ["Koa", koaApp],
 ])("%s: a forwarding header the chain ignores while the framework trusts proxies", (_name, app) => {
   it("warns once, with a stable code", async () => {
-    restore = onWarning((warning) => warnings.push(warning));
     const base = await app(true);
     for (let i = 0; i < 3; i++)
       expect((await fetch(`${base}/x`, { headers: forwarded })).status).toBe(200);
@@ -69,7 +64,6 @@ describe.each([
   });
 
   it("stays quiet when the chain trusts the proxy too, when the framework does not, or without the header", async () => {
-    restore = onWarning((warning) => warnings.push(warning));
     const agreeing = await app(true, 1);
     expect((await fetch(`${agreeing}/x`, { headers: forwarded })).status).toBe(200);
     const plain = await app(false);
