@@ -72,13 +72,20 @@ describe("compilePattern", () => {
     expect(matches("/files/x/y/a.txt")).toBe(false);
   });
 
-  it.each(["/users/:id", "/users/{id}", "/users/[id]", "/users/<id>"])(
-    "treats the route template %s as text that never matches /users/42",
-    (template) => {
-      const matches = compilePattern(template);
-      expect(matches("/users/42")).toBe(false);
-    },
-  );
+  it.each([
+    ["/users/:id", "/users/*"],
+    ["/users/{id}", "/users/*"],
+    ["/users/[id]/posts", "/users/*/posts"],
+    ["/docs/[...slug]", "/docs/*"],
+  ])("refuses the route template %s when compiled, suggesting %s", (template, suggestion) => {
+    expect(() => compilePattern(template)).toThrow(InvalidOptionsError);
+    expect(() => compilePattern(template)).toThrow(suggestion);
+  });
+
+  it("treats other punctuation as text", () => {
+    expect(compilePattern("/users/<id>")("/users/42")).toBe(false);
+    expect(compilePattern("/a:b")("/a:b")).toBe(true);
+  });
 
   it.each([
     ["no leading slash", "admin/**"],

@@ -4,8 +4,9 @@ import { InvalidOptionsError } from "../core/errors.ts";
  * A compiled path pattern. `*` matches within one segment (`/files/*.css`),
  * `**` as a whole segment matches zero or more segments (`/admin/**` matches
  * `/admin` and everything below it). Matching is on the normalized raw path,
- * so route templates such as `/users/:id` are plain text and never match
- * `/users/42`.
+ * before any router parses it, so a route template (`/users/:id`,
+ * `/users/{id}`, Next.js's `/users/[id]`) could never match a request and is
+ * refused when compiled.
  */
 export type PathMatcher = (path: string) => boolean;
 
@@ -27,6 +28,12 @@ export function compilePattern(pattern: string): PathMatcher {
     if (s.includes("**") && s !== "**") {
       throw new InvalidOptionsError(
         `"**" must stand alone as a segment: ${JSON.stringify(pattern)}`,
+      );
+    }
+    if (/^:[a-z_]|^\{[^}]*\}$|^\[[^\]]*\]$/.test(s)) {
+      const fixed = segments.map((t) => (t === s ? "*" : t)).join("/");
+      throw new InvalidOptionsError(
+        `${JSON.stringify(pattern)} is a route template, and templates never occur in a request path: write "/${fixed}" (one segment) or "/${segments.slice(0, segments.indexOf(s)).join("/")}/**" (any depth) instead`,
       );
     }
     if (s === "." || s === "..")

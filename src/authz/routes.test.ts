@@ -127,12 +127,24 @@ describe("authz.routes: patterns", () => {
   });
 
   it.each(["/users/:id", "/users/{id}"])(
-    "never lets the route template %s match /users/42",
-    async (template) => {
-      const rules = routes([match(template).permitAll()]);
-      expect(await status(rules, "/users/42", USER)).toBe(403);
+    "refuses the route template %s when the rules are built, rather than let a later catch-all decide",
+    (template) => {
+      expect(() =>
+        routes([match(template).hasRole("ADMIN"), anyRequest().authenticated()]),
+      ).toThrow(/route template.*"\/users\/\*"/);
     },
   );
+
+  it("refuses a rule after anyRequest(), which could never run", () => {
+    expect(() =>
+      routes([anyRequest().authenticated(), match("/admin/**").hasRole("ADMIN")]),
+    ).toThrow(/can never run; put anyRequest\(\) last/);
+    expect(() => routes([match("/a").permitAll(), anyRequest().denyAll()])).not.toThrow();
+  });
+
+  it("refuses a misspelt option", () => {
+    expect(() => routes([], { hierachy: "A > B" } as never)).toThrow(InvalidOptionsError);
+  });
 
   it("gives case and slash variants the decision of the plain path", async () => {
     const rules = routes([match("/admin/**").hasRole("ADMIN"), anyRequest().permitAll()]);

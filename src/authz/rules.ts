@@ -13,17 +13,25 @@ export interface Rule {
   /** `method` is upper-cased, `path` normalized (see `normalizePath`). */
   readonly matches: (method: string, path: string) => boolean;
   readonly check: AccessCheck;
+  /** Covers every request (`anyRequest()`): no rule after it can ever run. */
+  readonly coversAll?: boolean;
 }
 
 /** Chooses who may pass the requests a matcher covers. */
 export class RuleBuilder {
   readonly #description: string;
   readonly #matches: (method: string, path: string) => boolean;
+  readonly #coversAll: boolean;
 
   /** @internal use `match()` or `anyRequest()` */
-  constructor(description: string, matches: (method: string, path: string) => boolean) {
+  constructor(
+    description: string,
+    matches: (method: string, path: string) => boolean,
+    coversAll = false,
+  ) {
     this.#description = description;
     this.#matches = matches;
+    this.#coversAll = coversAll;
   }
 
   #rule(access: string, check: AccessCheck): Rule {
@@ -31,6 +39,7 @@ export class RuleBuilder {
       description: `${this.#description} ${access}`,
       matches: this.#matches,
       check,
+      coversAll: this.#coversAll,
     });
   }
 
@@ -117,5 +126,5 @@ export function match(first: string | readonly string[], second?: string): RuleB
 
 /** Covers every request that reaches the rule set (the last rule of a chain, or a route group's only rule). */
 export function anyRequest(): RuleBuilder {
-  return new RuleBuilder("anyRequest", () => true);
+  return new RuleBuilder("anyRequest", () => true, true);
 }
