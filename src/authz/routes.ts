@@ -1,7 +1,9 @@
-import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
+import { ANONYMOUS, type Authentication, authenticationFrom } from "../core/authentication.ts";
 import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
+import { METHOD_OVERRIDE_PARAMETER, overrideMethods } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
@@ -34,19 +36,46 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
   const list: readonly Rule[] = Object.freeze([...rules]);
   const hierarchy = RoleHierarchy.of(options.hierarchy);
 
+  const allows = (auth: Authentication, method: string, path: string): boolean => {
+    for (const rule of list) {
+      if (rule.matches(method, path)) return rule.check(auth, hierarchy);
+    }
+    return false;
+  };
+
   return (next) =>
     async (request, ...rest) => {
       const path = matchPath(request);
       if (path === undefined) return refusedPathResponse();
-      const method = request.method.toUpperCase();
       const auth = authenticationFrom(request) ?? ANONYMOUS;
-      for (const rule of list) {
-        if (!rule.matches(method, path)) continue;
-        if (rule.check(auth, hierarchy)) return next(request, ...rest);
-        break;
+      // Every method the request may be dispatched as must be allowed: a method-override
+      // middleware after the chain must not turn an allowed POST into a denied DELETE.
+      let allowed = allows(auth, request.method.toUpperCase(), path);
+      if (allowed) {
+        for (const method of await dispatchMethods(request)) {
+          if (!allows(auth, method, path)) {
+            allowed = false;
+            break;
+          }
+        }
       }
+      if (allowed) return next(request, ...rest);
       return auth.authenticated && !auth.anonymous
         ? forbiddenResponse()
         : unauthorizedResponse(request);
     };
+}
+
+// Form bodies larger than this are decided on their method and overrides outside the body.
+const MAX_OVERRIDE_FORM_BYTES = 64 * 1024;
+
+/** The override methods a request carries: headers and query, and `_method` in a form body. */
+async function dispatchMethods(request: Request): Promise<string[]> {
+  const methods = overrideMethods(request);
+  const method = request.method.toUpperCase();
+  if (method !== "GET" && method !== "HEAD" && request.body !== null) {
+    const field = await formField(request, METHOD_OVERRIDE_PARAMETER, MAX_OVERRIDE_FORM_BYTES);
+    if (field !== undefined && field.trim() !== "") methods.push(field.trim().toUpperCase());
+  }
+  return methods;
 }

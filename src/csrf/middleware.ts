@@ -1,8 +1,9 @@
 import { compilePattern, type PathMatcher } from "../authz/pattern.ts";
-import { readAtMost } from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
+import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
+import { overrideMethods } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { matchPath } from "../core/path.ts";
@@ -37,7 +38,6 @@ export interface CsrfOptions {
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);
-const OVERRIDE_HEADERS = ["x-http-method-override", "x-http-method", "x-method-override"];
 
 /**
  * CSRF protection (chain leg 5). Every method but GET, HEAD, OPTIONS and TRACE
@@ -132,16 +132,7 @@ function refuse(detail: string): Response {
 
 /** A safe method whose override header or `_method` parameter asks for another method is treated as unsafe. */
 function asksForUnsafeMethod(request: Request): boolean {
-  for (const name of OVERRIDE_HEADERS) {
-    const value = request.headers.get(name);
-    if (value !== null && !SAFE_METHODS.has(value.trim().toUpperCase())) return true;
-  }
-  const query = request.url.indexOf("?");
-  if (query < 0 || !request.url.includes("_method", query)) return false;
-  for (const value of new URL(request.url).searchParams.getAll("_method")) {
-    if (!SAFE_METHODS.has(value.trim().toUpperCase())) return true;
-  }
-  return false;
+  return overrideMethods(request).some((method) => !SAFE_METHODS.has(method));
 }
 
 function originAllowed(request: Request, trusted: ReadonlySet<string>): boolean {
@@ -154,33 +145,6 @@ function originAllowed(request: Request, trusted: ReadonlySet<string>): boolean 
   if (origin === null) return true; // not a browser, or an old one: the token check decides
   const lower = origin.toLowerCase();
   return lower !== "null" && (lower === new URL(request.url).origin || trusted.has(lower));
-}
-
-async function formField(
-  request: Request,
-  name: string,
-  maxBytes: number,
-): Promise<string | undefined> {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data")
-    return undefined;
-  if (request.body === null || request.bodyUsed) return undefined;
-  // A declared length over the limit is refused without reading a byte.
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined;
-  const bytes = await readAtMost(request.clone().body, maxBytes);
-  if (bytes === undefined) return undefined;
-  try {
-    if (type === "application/x-www-form-urlencoded") {
-      return new URLSearchParams(new TextDecoder().decode(bytes)).get(name) ?? undefined;
-    }
-    const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
-      headers: { "content-type": request.headers.get("content-type") as string },
-    }).formData();
-    const value = form.get(name);
-    return typeof value === "string" ? value : undefined;
-  } catch {
-    return undefined; // a malformed form carries no token
-  }
 }
 
 function headerToken(option: string, value: string): string {
