@@ -5,6 +5,7 @@ export type ErrorCode =
   | "ERR_NO_AUTHENTICATION"
   | "ERR_AUTHENTICATION_REQUIRED"
   | "ERR_ACCESS_DENIED"
+  | "ERR_BODY_READ"
   | "ERR_STORE_UNAVAILABLE";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
@@ -55,4 +56,24 @@ export class StoreUnavailableError extends PortcullisError {
   readonly status = 503;
   readonly statusCode = 503;
   readonly expose = false;
+}
+
+/**
+ * The request body could not be read: the client went away mid-body or sent
+ * a malformed one (bad chunked encoding). The client's doing, so it answers
+ * 400 (or nothing, when nobody is left to answer) and is not logged as a failure.
+ */
+export class BodyReadError extends PortcullisError {
+  static override code = "ERR_BODY_READ" as const;
+  override readonly code = "ERR_BODY_READ" as const;
+  readonly status = 400;
+}
+
+/** Whether `error`, or an error it was caused by, is a `BodyReadError`. */
+export function isBodyReadError(error: unknown): boolean {
+  for (let depth = 0; depth < 5 && error instanceof Error; depth++) {
+    if (error instanceof BodyReadError) return true;
+    error = error.cause;
+  }
+  return false;
 }

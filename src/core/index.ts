@@ -57,8 +57,10 @@ export { base64url, fromBase64url, randomToken } from "./encoding.ts";
 export {
   AccessDeniedError,
   AuthenticationRequiredError,
+  BodyReadError,
   type ErrorCode,
   InvalidOptionsError,
+  isBodyReadError,
   NoAuthenticationError,
   PortcullisError,
   StoreUnavailableError,

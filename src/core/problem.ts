@@ -1,3 +1,5 @@
+import { isBodyReadError } from "./errors.ts";
+
 const titles: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
@@ -55,12 +57,17 @@ export function reportError<R>(
   }
 }
 
-/** `reportError`, then a bare 500 problem response (no message, no stack). */
+/**
+ * `reportError`, then a bare 500 problem response (no message, no stack); a
+ * body the client broke off or garbled answers 400 and is not reported.
+ */
 export function internalErrorResponse<R>(
   listener: ((error: unknown, request: R) => void) | undefined,
   error: unknown,
   request: R,
 ): Response {
+  if (isBodyReadError(error))
+    return problemResponse(400, { detail: "The request body could not be read." });
   reportError(listener, error, request);
   return problemResponse(500);
 }

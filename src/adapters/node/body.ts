@@ -1,12 +1,12 @@
 import type { IncomingMessage } from "node:http";
+import { BodyReadError } from "../../core/errors.ts";
 
-/** Thrown into the chain's body stream when the request ends early or the body is handed back. */
-export class BodyUnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "BodyUnavailableError";
-  }
-}
+/**
+ * Thrown into the chain's body stream when the request ends early (the client
+ * went away, or sent a malformed body) or the body was handed back: a
+ * `BodyReadError`, so it answers 400 and is not reported as a failure.
+ */
+export class BodyUnavailableError extends BodyReadError {}
 
 /**
  * A lazy view of a Node request body for the chain. Nothing is read until the

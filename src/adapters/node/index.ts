@@ -7,7 +7,9 @@ import {
 } from "node:http";
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
+import { InvalidOptionsError, isBodyReadError } from "../../core/errors.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
+import { rejectUnknownKeys } from "../../core/options.ts";
 import { problemResponse, reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { buildRequest } from "./request.ts";
@@ -101,8 +103,17 @@ export function toNodeListener(
     Promise.resolve()
       .then(() => handler(built.request, { incoming: req, outgoing: res }))
       .then(
-        (response) => writeResponse(res, response, req.method),
+        (response) => {
+          closeAfterEarlyError(req, res, response.status);
+          return writeResponse(res, response, req.method);
+        },
         (error) => {
+          if (isBodyReadError(error)) {
+            // The client broke off or garbled its body: nothing to report.
+            const answer = problemResponse(400, { detail: "The request body could not be read." });
+            closeAfterEarlyError(req, res, 400);
+            return writeResponse(res, answer, req.method);
+          }
           onError(error, built.request);
           failResponse(res);
         },
@@ -112,19 +123,64 @@ export function toNodeListener(
   };
 }
 
+/**
+ * An error answered before the request body was read (a 413 for a declared
+ * length over the limit, say): the connection closes once the answer is out,
+ * so the client cannot keep streaming a body nobody will read.
+ */
+function closeAfterEarlyError(req: IncomingMessage, res: ServerResponse, status: number): void {
+  if (status < 400 || req.complete || res.headersSent) return;
+  res.setHeader("connection", "close");
+  res.once("finish", () => req.socket?.destroySoon?.());
+}
+
 export interface ServeOptions extends Pick<AdapterOptions, "onError"> {
   /** Default `3000`; `0` picks a free port. */
   readonly port?: number;
   /** Default `"127.0.0.1"`: reachable from this machine only. */
   readonly hostname?: string;
+  /** Longest wait for a request's complete headers, in ms (slowloris). Default 10 000. */
+  readonly headersTimeout?: number;
+  /** Longest wait for a whole request, body included, in ms (slow bodies). Default 30 000. */
+  readonly requestTimeout?: number;
+  /** How long an idle kept-alive connection stays open, in ms. Default 5 000. */
+  readonly keepAliveTimeout?: number;
 }
 
-/** Starts a `node:http` server for a Fetch handler; resolves once it listens. */
+const SERVE_DEFAULTS = {
+  port: 3000,
+  hostname: "127.0.0.1",
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+} as const;
+
+/**
+ * Starts a `node:http` server for a Fetch handler; resolves once it listens.
+ * The server cuts slow headers, slow bodies and idle connections (see
+ * `ServeOptions`), checking every second rather than Node's default 30 s.
+ */
 export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
-  const server = createServer(toNodeListener(handler, options));
+  rejectUnknownKeys("serveFetch", options, ["onError", ...Object.keys(SERVE_DEFAULTS)]);
+  const settings = { ...SERVE_DEFAULTS, ...options };
+  for (const name of ["headersTimeout", "requestTimeout", "keepAliveTimeout"] as const) {
+    if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
+      throw new InvalidOptionsError(`serveFetch: ${name} must be a positive number of ms`);
+  }
+  if (settings.headersTimeout > settings.requestTimeout)
+    throw new InvalidOptionsError("serveFetch: headersTimeout cannot exceed requestTimeout");
+  const server = createServer(
+    {
+      headersTimeout: settings.headersTimeout,
+      requestTimeout: settings.requestTimeout,
+      keepAliveTimeout: settings.keepAliveTimeout,
+      connectionsCheckingInterval: Math.min(1000, settings.headersTimeout),
+    },
+    toNodeListener(handler, { onError: options.onError }),
+  );
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port ?? 3000, options.hostname ?? "127.0.0.1", () => {
+    server.listen(settings.port, settings.hostname, () => {
       server.removeListener("error", reject);
       resolve(server);
     });
