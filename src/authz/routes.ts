@@ -1,11 +1,12 @@
 import { ANONYMOUS, type Authentication, authenticationFrom } from "../core/authentication.ts";
 import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
+import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
 import { METHOD_OVERRIDE_PARAMETER, overrideMethods } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { matchPath, refusedPathResponse } from "../core/path.ts";
+import { matchPath, normalizePath, ROUTED_PATHS, refusedPathResponse } from "../core/path.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
 
@@ -50,14 +51,18 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
       const auth = authenticationFrom(request) ?? ANONYMOUS;
       // Every method the request may be dispatched as must be allowed: a method-override
       // middleware after the chain must not turn an allowed POST into a denied DELETE.
-      let allowed = allows(auth, request.method.toUpperCase(), path);
+      const method = request.method.toUpperCase();
+      let allowed = allows(auth, method, path);
       if (allowed) {
-        for (const method of await dispatchMethods(request)) {
-          if (!allows(auth, method, path)) {
-            allowed = false;
-            break;
-          }
+        const paths = [path];
+        // A rewrite before the chain: the router routes another path, and it must pass too.
+        for (const raw of contextFrom(request).get(ROUTED_PATHS) ?? []) {
+          const routed = normalizePath(raw);
+          if (routed === undefined) return refusedPathResponse();
+          if (routed !== path) paths.push(routed);
         }
+        const methods = [method, ...(await dispatchMethods(request))];
+        allowed = paths.every((p) => methods.every((m) => allows(auth, m, p)));
       }
       if (allowed) return next(request, ...rest);
       return auth.authenticated && !auth.anonymous

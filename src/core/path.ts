@@ -13,6 +13,13 @@ export const RAW_PATH = createContextKey<string>("portcullis.rawPath");
 /** The request path after `normalizePath`, bound once by the chain so every leg matches the same string. */
 export const MATCH_PATH = createContextKey<string>("portcullis.matchPath");
 
+/**
+ * Raw paths the router may route the request as besides its own, bound by an
+ * adapter when middleware before the chain rewrote the URL (Express `req.url`,
+ * Koa `ctx.path`): authorization must allow each of them too.
+ */
+export const ROUTED_PATHS = createContextKey<readonly string[]>("portcullis.routedPaths");
+
 /** Longest path accepted; longer ones are refused rather than scanned. */
 export const MAX_PATH_LENGTH = 8192;
 

@@ -27,7 +27,17 @@ export function expressMiddleware(
 ): RequestHandler {
   const run = chainRunner(chain, options);
   return (req: Request, res: Response, next: NextFunction): void => {
-    run(req, res, req.originalUrl ?? req.url, [], Boolean(req.app?.get("trust proxy"))).then(
+    const original = req.originalUrl ?? req.url;
+    // Middleware before the chain may have rewritten req.url: the router routes that one.
+    const routed = `${req.baseUrl ?? ""}${req.url}`;
+    run(
+      req,
+      res,
+      original,
+      [],
+      Boolean(req.app?.get("trust proxy")),
+      routed === original ? undefined : routed,
+    ).then(
       (outcome) => {
         if (!outcome.passed) {
           writeResponse(res, outcome.response, req.method).catch(() => res.destroy());

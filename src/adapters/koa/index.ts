@@ -32,6 +32,8 @@ export function koaMiddleware(
       ctx.originalUrl ?? ctx.req.url ?? "",
       [ctx, ctx.request],
       ctx.app?.proxy === true,
+      // Middleware before the chain may have rewritten the path: the router routes that one.
+      ctx.url !== ctx.originalUrl ? ctx.url : undefined,
     );
     if (!outcome.passed) {
       respond(ctx, outcome.response);

@@ -3,7 +3,7 @@ import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../../core/client-address.
 import { bindContext, bindValue, boundContext, contextFrom } from "../../core/context.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { outboxOf } from "../../core/outbox.ts";
-import { RAW_PATH } from "../../core/path.ts";
+import { RAW_PATH, ROUTED_PATHS } from "../../core/path.ts";
 import { internalErrorResponse, problemResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import type { BodyTap } from "./body.ts";
@@ -45,6 +45,8 @@ export type ChainRunner = (
   bindTo: readonly object[],
   /** The framework believes forwarding proxies (see `FRAMEWORK_TRUSTS_PROXY`). */
   frameworkTrustsProxy?: boolean,
+  /** The target the router will route, when middleware before the chain rewrote it. */
+  routedTarget?: string,
 ) => Promise<ChainOutcome>;
 
 /**
@@ -78,7 +80,7 @@ export function chainRunner(
     response: internalErrorResponse(options.onError, error, request),
   });
 
-  return async (message, res, target, bindTo, frameworkTrustsProxy) => {
+  return async (message, res, target, bindTo, frameworkTrustsProxy, routedTarget) => {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target);
@@ -100,6 +102,7 @@ export function chainRunner(
       const peer = message.socket?.remoteAddress;
       if (peer !== undefined) bindValue(request, PEER_ADDRESS, peer);
       if (frameworkTrustsProxy === true) bindValue(request, FRAMEWORK_TRUSTS_PROXY, true);
+      if (routedTarget !== undefined) bindValue(request, ROUTED_PATHS, [rawPathOf(routedTarget)]);
     }
     // Made before the chain runs, so a leg that queues a header once the route runs
     // (`session.save()`) finds this one rather than binding a new one nobody drains.
@@ -155,3 +158,9 @@ function dumpUnreadBodyOnFinish(message: IncomingMessage, res: ServerResponse): 
 }
 
 export type { BodyTap };
+
+/** The path part of a request target (`/a/b?x` → `/a/b`). */
+function rawPathOf(target: string): string {
+  const end = target.search(/[?#]/);
+  return end < 0 ? target : target.slice(0, end);
+}
