@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { captureWarnings } from "../warnings.ts";
 import { startExpress } from "./apps/express.ts";
 import { call, csrfSession } from "./client.ts";
 import { basic, makeKit, SESSION_COOKIE, type Served } from "./kit.ts";
@@ -7,6 +8,7 @@ import { adapterSuite } from "./suite.ts";
 adapterSuite({ name: "Express", start: (kit) => startExpress(kit), routesOnRawPath: true });
 
 describe("Express with body parsers mounted before the adapter", () => {
+  const warnings = captureWarnings();
   const kit = makeKit();
   let served: Served;
   beforeAll(async () => {
@@ -28,6 +30,9 @@ describe("Express with body parsers mounted before the adapter", () => {
     });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ name: "ada", body: { a: "1", b: "2" } });
+    // The set-up mistake is named once, with the fix.
+    expect(warnings.map((w) => w.code)).toEqual(["PORTCULLIS_BODY_ALREADY_READ"]);
+    expect(warnings[0]?.message).toContain("after the chain");
   });
 
   it("refuses a form-field token it can no longer read, without hanging", async () => {

@@ -5,6 +5,7 @@ import type { Handler, Middleware } from "../../core/handler.ts";
 import { outboxOf } from "../../core/outbox.ts";
 import { RAW_PATH, ROUTED_PATHS } from "../../core/path.ts";
 import { internalErrorResponse, problemResponse } from "../../core/problem.ts";
+import { warnOnce } from "../../core/warning.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import type { BodyTap } from "./body.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "./pass-through.ts";
@@ -94,6 +95,12 @@ export function chainRunner(
       };
     }
     const { request, tap } = built;
+    if (tap !== undefined && bodyReadBefore(message)) {
+      warnOnce(
+        "PORTCULLIS_BODY_ALREADY_READ",
+        "a body parser read the request body before the chain, so the login and CSRF legs find it empty; mount body parsers (express.json(), express.urlencoded(), koa-bodyparser) after the chain",
+      );
+    }
     const seed = boundContext(message);
     if (seed !== undefined) {
       bindContext(request, seed);
@@ -163,4 +170,9 @@ export type { BodyTap };
 function rawPathOf(target: string): string {
   const end = target.search(/[?#]/);
   return end < 0 ? target : target.slice(0, end);
+}
+
+/** Whether something read the body before the chain: the stream is spent, or Express's body-parser ran. */
+function bodyReadBefore(message: IncomingMessage): boolean {
+  return message.readableEnded || (message as { _body?: unknown })._body === true;
 }
