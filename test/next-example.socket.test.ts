@@ -50,6 +50,21 @@ describe("the Next.js example on next start", () => {
     await expect(ada.json()).resolves.toEqual({ area: "admin", name: "ada" });
   });
 
+  it("runs the chain for OPTIONS to a chained route, which Next would otherwise answer itself", async () => {
+    for (const path of ["/api/me", "/", "/admin/panel"]) {
+      const anonymous = await fetch(`${server?.base}${path}`, { method: "OPTIONS" });
+      expect(anonymous.status, path).toBe(401);
+      expect(anonymous.headers.get("x-content-type-options"), path).toBe("nosniff");
+    }
+    const alice = await fetch(`${server?.base}/api/me`, {
+      method: "OPTIONS",
+      headers: { authorization: ALICE },
+    });
+    expect(alice.status).toBe(204);
+    expect(alice.headers.get("allow")).toBe("GET, OPTIONS");
+    expect(alice.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
   it("denies paths without a route or a rule before Next routes them", async () => {
     expect((await get("/nothing/here")).status).toBe(401);
     expect((await get("/nothing/here", { authorization: ADA })).status).toBe(403);

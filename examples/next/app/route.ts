@@ -1,9 +1,12 @@
 import { mustAuthentication } from "portcullis";
-import { withChain } from "portcullis/adapters/next";
+import { routeHandlers } from "portcullis/adapters/next";
 import { chain } from "../lib/security.ts";
 
 // Any signed-in user.
-export const GET = withChain(chain, (request) => {
-  const me = mustAuthentication(request);
-  return Response.json({ name: me.name, authorities: me.authorities });
+// Every method goes through the chain, OPTIONS included (Next would answer it itself).
+export const { GET, OPTIONS } = routeHandlers(chain, {
+  GET: (request) => {
+    const me = mustAuthentication(request);
+    return Response.json({ name: me.name, authorities: me.authorities });
+  },
 });

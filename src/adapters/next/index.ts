@@ -1,5 +1,7 @@
 import type { NextRequest } from "next/server.js";
+import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
+import { rejectUnknownKeys } from "../../core/options.ts";
 import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "../node/pass-through.ts";
@@ -125,3 +127,42 @@ export function withChain<C>(
     }
   };
 }
+
+const ROUTE_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+type RouteMethod = (typeof ROUTE_METHODS)[number];
+
+/**
+ * Every method of one App Router route, each wrapped in the chain with
+ * `withChain`, plus an `OPTIONS` that runs the chain too (204 with `Allow`,
+ * unless the route gives its own). Next answers an `OPTIONS` a route does
+ * not export by itself, before any chain: export them all.
+ *
+ * `export const { GET, POST, OPTIONS } = routeHandlers(chain, { GET: ..., POST: ... })`
+ */
+export function routeHandlers<H extends Partial<Record<RouteMethod, NextRouteHandler>>>(
+  chain: Middleware | Chain,
+  handlers: H,
+  options: NextAdapterOptions = {},
+): { readonly [M in keyof H | "OPTIONS"]: RouteHandler } {
+  if (typeof handlers !== "object" || handlers === null)
+    throw new InvalidOptionsError("routeHandlers needs an object of method handlers");
+  rejectUnknownKeys("routeHandlers", handlers, ROUTE_METHODS);
+  const methods = Object.keys(handlers) as RouteMethod[];
+  const allow = [...new Set([...methods, "OPTIONS"])].join(", ");
+  const wrapped: Partial<Record<RouteMethod, RouteHandler>> = {};
+  for (const method of methods) {
+    const handler = handlers[method];
+    if (typeof handler !== "function")
+      throw new InvalidOptionsError(`routeHandlers: ${method} must be a route handler`);
+    wrapped[method] = withChain(chain, handler, options);
+  }
+  wrapped.OPTIONS ??= withChain(
+    chain,
+    () => new Response(null, { status: 204, headers: { allow } }),
+    options,
+  );
+  return wrapped as { readonly [M in keyof H | "OPTIONS"]: RouteHandler };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: Next passes each route its own context type.
+type RouteHandler = (request: NextRequest, context: any) => Promise<Response>;

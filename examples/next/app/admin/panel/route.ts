@@ -1,9 +1,9 @@
 import { mustAuthentication, requireRole } from "portcullis";
-import { withChain } from "portcullis/adapters/next";
+import { routeHandlers } from "portcullis/adapters/next";
 import { chain } from "../../../lib/security.ts";
 
 // The chain's rule only asks for a signed-in caller; this route's own guard asks for ADMIN,
 // literally: STAFF does not inherit it.
-export const GET = withChain(chain.append(requireRole("ADMIN")), (request) =>
-  Response.json({ area: "admin", name: mustAuthentication(request).name }),
-);
+export const { GET, OPTIONS } = routeHandlers(chain.append(requireRole("ADMIN")), {
+  GET: (request) => Response.json({ area: "admin", name: mustAuthentication(request).name }),
+});
