@@ -6,38 +6,17 @@ import { Hono } from "hono";
 import { methodOverride } from "hono/method-override";
 import { afterAll, describe, expect, it } from "vitest";
 import { expressMiddleware } from "../src/adapters/express/index.ts";
-import { authz, basicAuth, type Chain, newChain, passwordCredentials } from "../src/index.ts";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
+import { authz } from "../src/index.ts";
+import { basic, basicChain } from "./basic-chain.ts";
 
-const { match, routes, anyRequest } = authz;
+const { match, anyRequest } = authz;
 const closers: Array<() => void> = [];
 afterAll(() => {
   for (const close of closers) close();
 });
 
-const users = new Map([
-  ["user", { name: "user", authorities: ["USER"], passwordHash: "{plain}user-pw" }],
-  ["admin", { name: "admin", authorities: ["ADMIN"], passwordHash: "{plain}admin-pw" }],
-]);
-
-function securityChain(): Chain {
-  const credentials = passwordCredentials({
-    findUser: (name) => users.get(name),
-    passwordEncoder: plainTextEncoder(),
-    throttle: false,
-  });
-  return newChain({
-    session: false,
-    authentication: basicAuth({ credentials, required: false }),
-    authorization: routes([
-      match("DELETE", "/items/**").hasRole("ADMIN"),
-      anyRequest().authenticated(),
-    ]),
-  });
-}
-
-const basic = (who: string) =>
-  `Basic ${btoa(`${who}:${(users.get(who) as { passwordHash: string }).passwordHash.slice(7)}`)}`;
+const securityChain = () =>
+  basicChain([match("DELETE", "/items/**").hasRole("ADMIN"), anyRequest().authenticated()]);
 
 async function hono(): Promise<string> {
   const app = new Hono();

@@ -5,33 +5,17 @@ import Koa from "koa";
 import { afterAll, describe, expect, it } from "vitest";
 import { expressMiddleware } from "../src/adapters/express/index.ts";
 import { koaMiddleware } from "../src/adapters/koa/index.ts";
-import { authz, basicAuth, type Chain, newChain, passwordCredentials } from "../src/index.ts";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
+import { authz } from "../src/index.ts";
+import { basic, basicChain } from "./basic-chain.ts";
 
-const { match, routes, anyRequest } = authz;
+const { match, anyRequest } = authz;
 const servers: Server[] = [];
 afterAll(() => {
   for (const server of servers) server.close();
 });
 
-const users = new Map([
-  ["user", { name: "user", authorities: ["USER"], passwordHash: "{plain}user-pw" }],
-  ["staff", { name: "staff", authorities: ["STAFF"], passwordHash: "{plain}staff-pw" }],
-]);
-const basic = (who: string) => `Basic ${btoa(`${who}:${who}-pw`)}`;
-
-function securityChain(): Chain {
-  const credentials = passwordCredentials({
-    findUser: (name) => users.get(name),
-    passwordEncoder: plainTextEncoder(),
-    throttle: false,
-  });
-  return newChain({
-    session: false,
-    authentication: basicAuth({ credentials, required: false }),
-    authorization: routes([match("/staff/**").hasRole("STAFF"), anyRequest().authenticated()]),
-  });
-}
+const securityChain = () =>
+  basicChain([match("/staff/**").hasRole("STAFF"), anyRequest().authenticated()]);
 
 async function serve(listener: RequestListener): Promise<string> {
   const server = createServer(listener);
