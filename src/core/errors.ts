@@ -6,7 +6,8 @@ export type ErrorCode =
   | "ERR_AUTHENTICATION_REQUIRED"
   | "ERR_ACCESS_DENIED"
   | "ERR_BODY_READ"
-  | "ERR_STORE_UNAVAILABLE";
+  | "ERR_STORE_UNAVAILABLE"
+  | "ERR_JWT_INVALID";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
 export class PortcullisError extends Error {
@@ -77,3 +78,31 @@ export function isBodyReadError(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * A JWT failed verification: malformed, oversized, forged, expired, of the
+ * wrong type, issuer or audience. Every failure, whatever the library below
+ * threw, surfaces as this one error; `reason` says which check failed, for logs
+ * only (never sent to the client, which learns only that the token is invalid).
+ */
+export class JwtInvalidError extends PortcullisError {
+  static override code = "ERR_JWT_INVALID" as const;
+  override readonly code = "ERR_JWT_INVALID" as const;
+  readonly reason: JwtFailureReason;
+
+  constructor(reason: JwtFailureReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Which check a token failed. */
+export type JwtFailureReason =
+  | "malformed"
+  | "too_large"
+  | "header"
+  | "unknown_key"
+  | "signature"
+  | "claims"
+  | "expired"
+  | "not_yet_valid";

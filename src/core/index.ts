@@ -61,6 +61,8 @@ export {
   type ErrorCode,
   InvalidOptionsError,
   isBodyReadError,
+  type JwtFailureReason,
+  JwtInvalidError,
   NoAuthenticationError,
   PortcullisError,
   StoreUnavailableError,
