@@ -1,13 +1,13 @@
+import {
+  type AttemptReservation,
+  type LoginAttemptStore,
+  MemoryLoginAttemptStore,
+} from "../core/attempts.ts";
 import { addressNetwork, clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
-import {
-  type AttemptReservation,
-  type LoginAttemptStore,
-  MemoryLoginAttemptStore,
-} from "./attempts.ts";
 import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
 
 /** A user who signs in with a password, as `findUser` returns it. */

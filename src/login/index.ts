@@ -3,7 +3,7 @@ export {
   type LoginAttemptStore,
   MemoryLoginAttemptStore,
   type MemoryLoginAttemptStoreOptions,
-} from "./attempts.ts";
+} from "../core/attempts.ts";
 export {
   type LoginThrottleOptions,
   type LoginUser,

@@ -1,5 +1,5 @@
+import type { AttemptReservation, LoginAttemptStore } from "../../core/attempts.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
-import type { AttemptReservation, LoginAttemptStore } from "../../login/attempts.ts";
 import {
   RedisScript,
   type RedisScriptingClient,

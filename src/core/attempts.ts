@@ -1,5 +1,5 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { InvalidOptionsError } from "./errors.ts";
+import { rejectUnknownKeys } from "./options.ts";
 
 /** What `LoginAttemptStore.consume` answers. */
 export interface AttemptReservation {

@@ -1,0 +1,162 @@
+import { base64url, randomToken } from "../core/encoding.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+
+/** What the credential is: an OAuth2 client or an API key presented as one. */
+export type ClientKind = "oauth2_client" | "api_key";
+
+/** The grants a client may use at the token endpoint. */
+export type GrantType = "urn:ietf:params:oauth:grant-type:device_code" | "client_credentials";
+
+export const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+export const ALL_GRANT_TYPES: readonly GrantType[] = [DEVICE_CODE_GRANT, "client_credentials"];
+
+/**
+ * A registered client. Its secret is held only as a hash: a leaked store
+ * gives no usable credential.
+ */
+export interface OAuthClient {
+  /** The `client_id` (for an API key: its key id). Also the principal id. */
+  readonly clientId: string;
+  readonly kind: ClientKind;
+  /** Shown to the human approving the client's request. */
+  readonly name?: string;
+  /** A public client has no secret; the endpoints accept one only when told to. */
+  readonly public: boolean;
+  /** `sha256:<base64url>` of the secret; absent for a public client. */
+  readonly secretHash?: string;
+  readonly grantTypes: readonly GrantType[];
+}
+
+/** Where the endpoints look clients up. */
+export interface ClientStore {
+  get(clientId: string): Promise<OAuthClient | undefined>;
+}
+
+export interface ClientRegistration {
+  readonly clientId: string;
+  /** Default `"oauth2_client"`. */
+  readonly kind?: ClientKind;
+  readonly name?: string;
+  /** At least 16 characters; give this or `secretHash`, or `public: true`. */
+  readonly secret?: string;
+  /** A hash made earlier by `hashClientSecret`. */
+  readonly secretHash?: string;
+  /** A client with no secret. Default false. */
+  readonly public?: boolean;
+  /** Default: the device-code grant and `client_credentials`. */
+  readonly grantTypes?: readonly GrantType[];
+}
+
+const CLIENT_ID = /^[\x21-\x7e]{1,128}$/;
+const HASH = /^sha256:[A-Za-z0-9_-]{43}$/;
+
+/** `sha256:<base64url>`: client secrets are random and long, so one fast hash suffices. */
+export async function hashClientSecret(secret: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
+  return `sha256:${base64url(new Uint8Array(digest))}`;
+}
+
+/** A new random secret of 256 bits. */
+export function generateClientSecret(): string {
+  return randomToken(32);
+}
+
+/** Checks a registration and turns it into a stored client, hashing its secret. */
+export async function toClient(registration: ClientRegistration): Promise<OAuthClient> {
+  rejectUnknownKeys("client registration", registration, [
+    "clientId",
+    "kind",
+    "name",
+    "secret",
+    "secretHash",
+    "public",
+    "grantTypes",
+  ]);
+  const { clientId } = registration;
+  if (typeof clientId !== "string" || !CLIENT_ID.test(clientId) || clientId.includes(":"))
+    throw new InvalidOptionsError(
+      "client registration: clientId must be 1-128 visible ASCII characters without a colon",
+    );
+  const kind = registration.kind ?? "oauth2_client";
+  if (kind !== "oauth2_client" && kind !== "api_key")
+    throw new InvalidOptionsError('client registration: kind must be "oauth2_client" or "api_key"');
+  const isPublic = registration.public ?? false;
+  if (typeof isPublic !== "boolean")
+    throw new InvalidOptionsError("client registration: public must be a boolean");
+  const given = [registration.secret, registration.secretHash].filter((v) => v !== undefined);
+  if (isPublic ? given.length !== 0 : given.length !== 1)
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: give exactly one of secret or secretHash, or public: true with neither`,
+    );
+  if (
+    registration.secret !== undefined &&
+    (typeof registration.secret !== "string" || registration.secret.length < 16)
+  )
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: a secret needs at least 16 characters (generateClientSecret() makes one)`,
+    );
+  if (registration.secretHash !== undefined && !HASH.test(registration.secretHash))
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: secretHash must come from hashClientSecret`,
+    );
+  const grantTypes = registration.grantTypes ?? ALL_GRANT_TYPES;
+  if (
+    !Array.isArray(grantTypes) ||
+    grantTypes.length === 0 ||
+    grantTypes.some((grant) => !ALL_GRANT_TYPES.includes(grant))
+  )
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: grantTypes must list some of ${ALL_GRANT_TYPES.join(", ")}`,
+    );
+  if (registration.name !== undefined && typeof registration.name !== "string")
+    throw new InvalidOptionsError(`client registration ${clientId}: name must be a string`);
+  const secretHash =
+    registration.secretHash ??
+    (registration.secret === undefined ? undefined : await hashClientSecret(registration.secret));
+  return Object.freeze({
+    clientId,
+    kind,
+    public: isPublic,
+    grantTypes: Object.freeze([...grantTypes]),
+    ...(registration.name === undefined ? {} : { name: registration.name }),
+    ...(secretHash === undefined ? {} : { secretHash }),
+  });
+}
+
+export interface MemoryClientStoreOptions {
+  /** Most clients held; registering one more throws rather than forget one. Default 10 000. */
+  readonly maxEntries?: number;
+}
+
+/** Process-local clients and API keys, registered by the application. */
+export class MemoryClientStore implements ClientStore {
+  readonly #clients = new Map<string, OAuthClient>();
+  readonly #maxEntries: number;
+
+  constructor(options: MemoryClientStoreOptions = {}) {
+    rejectUnknownKeys("MemoryClientStore", options, ["maxEntries"]);
+    const maxEntries = options.maxEntries ?? 10_000;
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1)
+      throw new InvalidOptionsError("MemoryClientStore: maxEntries must be a positive integer");
+    this.#maxEntries = maxEntries;
+  }
+
+  /** Adds or replaces a client. */
+  async register(registration: ClientRegistration): Promise<OAuthClient> {
+    const client = await toClient(registration);
+    if (!this.#clients.has(client.clientId) && this.#clients.size >= this.#maxEntries)
+      throw new InvalidOptionsError(`MemoryClientStore: already holds ${this.#maxEntries} clients`);
+    this.#clients.set(client.clientId, client);
+    return client;
+  }
+
+  /** Removes a client; its tokens already issued stay valid until they expire. */
+  async remove(clientId: string): Promise<boolean> {
+    return this.#clients.delete(clientId);
+  }
+
+  async get(clientId: string): Promise<OAuthClient | undefined> {
+    return this.#clients.get(clientId);
+  }
+}

@@ -1,0 +1,118 @@
+import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
+import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { problemResponse, reportError } from "../core/problem.ts";
+import type { DeviceAuthorizationService, UserCodeOutcome } from "./device-authorization.ts";
+import { methodNotAllowed } from "./endpoint-support.ts";
+import { isFailure, readOAuthParameters } from "./parameters.ts";
+
+export type DeviceApproveAction = "approve" | "deny";
+
+/** What an approval form post came to, for `respond`. */
+export type DeviceApproveResult =
+  | { readonly action: DeviceApproveAction; readonly outcome: UserCodeOutcome }
+  | {
+      readonly action: undefined;
+      readonly outcome: { readonly ok: false; readonly reason: "invalid_request" };
+    };
+
+export interface DeviceApproveOptions {
+  readonly service: DeviceAuthorizationService;
+  /** Builds the page answering the post. Default: a minimal HTML page with the right status. */
+  readonly respond?: (
+    result: DeviceApproveResult,
+    request: Request,
+  ) => Response | Promise<Response>;
+  /** Largest form body read. Default 8192. */
+  readonly maxBodyBytes?: number;
+  /** Told about unexpected failures (answered 500). Default `console.error`. */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/**
+ * Approves or denies a device for the signed-in human: a `POST` form with
+ * `user_code` and `action` (`approve` or `deny`), behind the chain (session,
+ * CSRF, an authorization rule that requires authentication).
+ *
+ * The device's token is issued to the approving human: the human's name is
+ * bound as the subject. That is right for a human's own devices (a TV, a CLI)
+ * and wrong for agents: every agent one human approved would share one
+ * identity and one grant. Agents are approved by `agentApproveHandler` of
+ * `portcullis/agentauth`, which binds the agent's own principal id.
+ */
+export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
+  rejectUnknownKeys("deviceApproveHandler", options, [
+    "service",
+    "respond",
+    "maxBodyBytes",
+    "onError",
+  ]);
+  const service = options.service;
+  if (typeof service?.authorize !== "function" || typeof service.deny !== "function")
+    throw new InvalidOptionsError(
+      "deviceApproveHandler: service must be a DeviceAuthorizationService",
+    );
+  if (options.respond !== undefined && typeof options.respond !== "function")
+    throw new InvalidOptionsError("deviceApproveHandler: respond must be a function");
+  const respond = options.respond ?? defaultPage;
+  const maxBodyBytes = options.maxBodyBytes ?? 8192;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 512)
+    throw new InvalidOptionsError(
+      "deviceApproveHandler: maxBodyBytes must be a whole number, 512 or more",
+    );
+
+  return async (request) => {
+    if (request.method !== "POST") return methodNotAllowed("POST");
+    if (!isAuthenticated(request))
+      return problemResponse(401, { detail: "Sign in to approve a device." });
+    try {
+      const params = await readOAuthParameters(request, maxBodyBytes);
+      const action = isFailure(params) ? undefined : params.get("action");
+      if (isFailure(params) || (action !== "approve" && action !== "deny"))
+        return await respond(
+          { action: undefined, outcome: { ok: false, reason: "invalid_request" } },
+          request,
+        );
+      const userCode = params.get("user_code");
+      const human = authenticationFrom(request)?.name as string;
+      const outcome =
+        action === "approve"
+          ? await service.authorize(request, userCode, human)
+          : await service.deny(request, userCode);
+      return await respond({ action, outcome }, request);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError)
+        return problemResponse(503, {
+          detail: "Try again shortly.",
+          headers: { "retry-after": "1" },
+        });
+      reportError(options.onError, error, request);
+      return problemResponse(500);
+    }
+  };
+}
+
+const MESSAGES = {
+  approve: "The device is approved. You can return to it now.",
+  deny: "The device was denied.",
+  invalid_code: "That code is not valid. Check it and try again.",
+  invalid_request: "The form was incomplete.",
+  too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
+} as const;
+
+function defaultPage(result: DeviceApproveResult): Response {
+  const { outcome } = result;
+  const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
+  const message = outcome.ok
+    ? MESSAGES[result.action as DeviceApproveAction]
+    : MESSAGES[outcome.reason];
+  const headers = new Headers({
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+  });
+  if (!outcome.ok && outcome.reason === "too_many_attempts")
+    headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
+  const page = `<!doctype html><meta charset="utf-8"><title>Device approval</title><p>${message}</p>`;
+  return new Response(page, { status, headers });
+}

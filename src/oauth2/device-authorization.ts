@@ -1,0 +1,373 @@
+import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/attempts.ts";
+import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
+import type { ContextSource } from "../core/context.ts";
+import { withDeadline } from "../core/deadline.ts";
+import { base64url, randomToken } from "../core/encoding.ts";
+import {
+  AuthenticationRequiredError,
+  InvalidOptionsError,
+  StoreUnavailableError,
+} from "../core/errors.ts";
+import { throttledConsole } from "../core/log.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import {
+  type DeviceCodeRecord,
+  type DeviceCodeStore,
+  MemoryDeviceCodeStore,
+  type PollOutcome,
+} from "./device-code-store.ts";
+import { formatUserCode, generateUserCode, normalizeUserCode } from "./user-code.ts";
+import type { DeviceAuthorizationResponseBody } from "./wire.ts";
+
+/** RFC 8628 §3.5: each `slow_down` adds five seconds to the interval. */
+export const SLOW_DOWN_MS = 5_000;
+
+export interface UserCodeAttemptOptions {
+  /** Where wrong entries are counted. Default a `MemoryLoginAttemptStore`. */
+  readonly store?: LoginAttemptStore;
+  /** Wrong user codes one approver may enter per window. Default 5. */
+  readonly perApprover?: number;
+  /**
+   * Wrong user codes all approvers together may enter per window, bounding the
+   * chance that guessing hits any live code. Default 1000.
+   */
+  readonly overall?: number;
+  /** Default 15 minutes. */
+  readonly windowMs?: number;
+}
+
+export interface DeviceAuthorizationServiceOptions {
+  /** The absolute URL of the page where humans enter user codes. */
+  readonly verificationUri: string;
+  /** Default `new MemoryDeviceCodeStore()`. */
+  readonly store?: DeviceCodeStore;
+  /** How long a device code lives. Default 600. */
+  readonly lifetimeSeconds?: number;
+  /** The polling interval handed out, at least 1. Default 5. */
+  readonly intervalSeconds?: number;
+  readonly userCodeAttempts?: UserCodeAttemptOptions;
+  /** A store call not answered within this fails (503). Default 1000. */
+  readonly storeTimeoutMs?: number;
+  /** Told about store failures. Default: `console.error`, at most every 10 s. */
+  readonly onStoreError?: (error: unknown) => void;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** What a human's entry of a user code came to. */
+export type UserCodeOutcome =
+  | {
+      readonly ok: true;
+      readonly clientId: string;
+      readonly scope: readonly string[];
+      /** The code as shown, `XXXX-XXXX`. */
+      readonly userCode: string;
+      readonly expiresAt: number;
+    }
+  | {
+      readonly ok: false;
+      /** `invalid_code` covers unknown, expired and already decided: a guesser learns nothing. */
+      readonly reason: "invalid_code" | "too_many_attempts";
+      readonly retryAfterSeconds?: number;
+    };
+
+/** What a poll came to; `approved` carries what the token is issued for, once. */
+export type PollResult =
+  | {
+      readonly outcome: "approved";
+      readonly clientId: string;
+      readonly subject: string;
+      readonly scope: readonly string[];
+      readonly approvedBy: string;
+    }
+  | { readonly outcome: "pending" | "denied" | "expired" | "invalid" }
+  | { readonly outcome: "slow_down"; readonly intervalSeconds: number };
+
+/**
+ * The RFC 8628 device authorization grant: `begin` hands a client a device
+ * code and a user code, a human approves (`authorize`) or refuses (`deny`)
+ * the user code, and the client's `poll` gets the approval exactly once.
+ */
+export class DeviceAuthorizationService {
+  readonly verificationUri: string;
+  readonly lifetimeSeconds: number;
+  readonly intervalSeconds: number;
+  readonly #store: DeviceCodeStore;
+  readonly #attempts: LoginAttemptStore;
+  readonly #perApprover: number;
+  readonly #overall: number;
+  readonly #windowMs: number;
+  readonly #timeoutMs: number;
+  readonly #timed: boolean;
+  readonly #report: (error: unknown) => void;
+  readonly #now: () => number;
+
+  constructor(options: DeviceAuthorizationServiceOptions) {
+    rejectUnknownKeys("DeviceAuthorizationService", options, [
+      "verificationUri",
+      "store",
+      "lifetimeSeconds",
+      "intervalSeconds",
+      "userCodeAttempts",
+      "storeTimeoutMs",
+      "onStoreError",
+      "now",
+    ]);
+    this.verificationUri = absoluteUrl("verificationUri", options?.verificationUri);
+    this.lifetimeSeconds = integer("lifetimeSeconds", options.lifetimeSeconds ?? 600, 1, 86_400);
+    this.intervalSeconds = integer("intervalSeconds", options.intervalSeconds ?? 5, 1, 300);
+    this.#store = options.store ?? new MemoryDeviceCodeStore();
+    for (const method of ["create", "findByUserCode", "decide", "poll"] as const) {
+      if (typeof this.#store?.[method] !== "function")
+        throw new InvalidOptionsError(
+          `DeviceAuthorizationService: store must implement DeviceCodeStore; ${method} is missing`,
+        );
+    }
+    const attempts = options.userCodeAttempts ?? {};
+    rejectUnknownKeys("DeviceAuthorizationService: userCodeAttempts", attempts, [
+      "store",
+      "perApprover",
+      "overall",
+      "windowMs",
+    ]);
+    this.#attempts = attempts.store ?? new MemoryLoginAttemptStore();
+    this.#perApprover = integer("userCodeAttempts.perApprover", attempts.perApprover ?? 5, 1, 1000);
+    this.#overall = integer("userCodeAttempts.overall", attempts.overall ?? 1000, 1, 1e9);
+    this.#windowMs = integer(
+      "userCodeAttempts.windowMs",
+      attempts.windowMs ?? 15 * 60_000,
+      1000,
+      864e5,
+    );
+    this.#timeoutMs = integer("storeTimeoutMs", options.storeTimeoutMs ?? 1000, 1, 60_000);
+    if (options.onStoreError !== undefined && typeof options.onStoreError !== "function")
+      throw new InvalidOptionsError("DeviceAuthorizationService: onStoreError must be a function");
+    this.#report = options.onStoreError ?? throttledConsole("device code store failed");
+    this.#now = options.now ?? Date.now;
+    // Built-in memory stores answer within the call: no timer for them.
+    this.#timed =
+      !(this.#store instanceof MemoryDeviceCodeStore) ||
+      !(this.#attempts instanceof MemoryLoginAttemptStore);
+  }
+
+  /**
+   * Starts a device authorization for `clientId` and `scope` (already checked
+   * by the caller). The device code (256 random bits) and the user code are
+   * returned here once; the store keeps only their hashes.
+   */
+  async begin(
+    clientId: string,
+    scope: readonly string[],
+  ): Promise<DeviceAuthorizationResponseBody> {
+    if (typeof clientId !== "string" || clientId === "")
+      throw new TypeError("DeviceAuthorizationService.begin: clientId must be a non-empty string");
+    const now = this.#now();
+    const deviceCode = randomToken(32);
+    const deviceCodeHash = await sha256(deviceCode);
+    // A collision among live user codes is rare; a few tries make it vanishingly so.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const userCode = generateUserCode();
+      const record: DeviceCodeRecord = {
+        deviceCodeHash,
+        userCodeHash: await sha256(userCode),
+        clientId,
+        scope: [...scope],
+        createdAt: now,
+        expiresAt: now + this.lifetimeSeconds * 1000,
+        intervalMs: this.intervalSeconds * 1000,
+        status: "pending",
+      };
+      const outcome = await this.#call(() => this.#store.create(record, now));
+      if (outcome === "full")
+        throw new StoreUnavailableError("the device code store is full", {
+          cause: new Error("full"),
+        });
+      if (outcome !== "created") continue;
+      const shown = formatUserCode(userCode);
+      const complete = new URL(this.verificationUri);
+      complete.searchParams.set("user_code", shown);
+      return {
+        device_code: deviceCode,
+        user_code: shown,
+        verification_uri: this.verificationUri,
+        verification_uri_complete: complete.href,
+        expires_in: this.lifetimeSeconds,
+        interval: this.intervalSeconds,
+      };
+    }
+    throw new StoreUnavailableError("no free user code was found");
+  }
+
+  /**
+   * What a user code asks for, for the approval page. Wrong entries count
+   * against the approver's and the overall budget. `ctx` must be an
+   * authenticated human (a `Request` the chain ran on, or its `Context`).
+   */
+  async lookup(ctx: ContextSource, userCode: unknown): Promise<UserCodeOutcome> {
+    return this.#withBudget(ctx, userCode, async (hash) => {
+      const record = await this.#call(() => this.#store.findByUserCode(hash, this.#now()));
+      return record?.status === "pending" ? record : undefined;
+    });
+  }
+
+  /**
+   * Approves the request a user code names, binding `subject`: the principal
+   * the token is issued to. For agents, the agent's principal id, never the
+   * approving human's (`deviceApproveHandler` is for a human's own devices).
+   */
+  async authorize(
+    ctx: ContextSource,
+    userCode: unknown,
+    subject: string,
+  ): Promise<UserCodeOutcome> {
+    if (typeof subject !== "string" || subject === "")
+      throw new TypeError(
+        "DeviceAuthorizationService.authorize: subject must be a non-empty string",
+      );
+    const approver = approverOf(ctx);
+    return this.#withBudget(ctx, userCode, async (hash) => {
+      const outcome = await this.#call(() =>
+        this.#store.decide(hash, { status: "approved", subject, decidedBy: approver }, this.#now()),
+      );
+      return outcome.outcome === "decided" ? outcome.record : undefined;
+    });
+  }
+
+  /** Refuses the request a user code names; the client's next poll gets `access_denied`. */
+  async deny(ctx: ContextSource, userCode: unknown): Promise<UserCodeOutcome> {
+    const approver = approverOf(ctx);
+    return this.#withBudget(ctx, userCode, async (hash) => {
+      const outcome = await this.#call(() =>
+        this.#store.decide(hash, { status: "denied", decidedBy: approver }, this.#now()),
+      );
+      return outcome.outcome === "decided" ? outcome.record : undefined;
+    });
+  }
+
+  /** One poll of the token endpoint by `clientId` with `deviceCode`. */
+  async poll(deviceCode: string, clientId: string): Promise<PollResult> {
+    if (typeof deviceCode !== "string" || deviceCode.length > 128) return { outcome: "invalid" };
+    const hash = await sha256(deviceCode);
+    const result: PollOutcome = await this.#call(() =>
+      this.#store.poll(hash, clientId, this.#now(), SLOW_DOWN_MS),
+    );
+    switch (result.outcome) {
+      case "approved": {
+        const { record } = result;
+        if (record.subject === undefined) return { outcome: "invalid" };
+        return {
+          outcome: "approved",
+          clientId: record.clientId,
+          subject: record.subject,
+          scope: record.scope,
+          approvedBy: record.decidedBy ?? "",
+        };
+      }
+      case "slow_down":
+        return { outcome: "slow_down", intervalSeconds: Math.ceil(result.intervalMs / 1000) };
+      default:
+        return { outcome: result.outcome };
+    }
+  }
+
+  async #withBudget(
+    ctx: ContextSource,
+    userCode: unknown,
+    act: (userCodeHash: string) => Promise<DeviceCodeRecord | undefined>,
+  ): Promise<UserCodeOutcome> {
+    const approver = approverOf(ctx);
+    const now = this.#now();
+    const keys = [`approver:${approver}`, "overall"];
+    const limits = [this.#perApprover, this.#overall];
+    // The budget is taken before the code is tried, so racing guesses cannot overrun it.
+    for (let i = 0; i < keys.length; i++) {
+      const reservation = await this.#call(() =>
+        this.#attempts.consume(keys[i] as string, limits[i] as number, this.#windowMs, now),
+      );
+      if (!reservation.allowed) {
+        for (const key of keys.slice(0, i))
+          await this.#settle(() => this.#attempts.release(key, now));
+        return {
+          ok: false,
+          reason: "too_many_attempts",
+          retryAfterSeconds: Math.max(1, Math.ceil((reservation.resetAt - now) / 1000)),
+        };
+      }
+    }
+    const code = normalizeUserCode(userCode);
+    const record = code === undefined ? undefined : await act(await sha256(code));
+    if (record === undefined || code === undefined) return { ok: false, reason: "invalid_code" };
+    for (const key of keys) await this.#settle(() => this.#attempts.release(key, now));
+    return {
+      ok: true,
+      clientId: record.clientId,
+      scope: record.scope,
+      userCode: formatUserCode(code),
+      expiresAt: record.expiresAt,
+    };
+  }
+
+  async #call<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return this.#timed
+        ? await withDeadline(operation(), this.#timeoutMs, "the device code store")
+        : await operation();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) throw error;
+      this.#reportSafely(error);
+      throw new StoreUnavailableError("the device code store failed or did not answer in time", {
+        cause: error,
+      });
+    }
+  }
+
+  // Giving budget back only loosens it: a failure keeps the entry counted.
+  async #settle(operation: () => Promise<void>): Promise<void> {
+    try {
+      await (this.#timed
+        ? withDeadline(operation(), this.#timeoutMs, "the attempt store")
+        : operation());
+    } catch (error) {
+      this.#reportSafely(error);
+    }
+  }
+
+  #reportSafely(error: unknown): void {
+    try {
+      this.#report(error);
+    } catch {
+      // A failing logger must not change the answer.
+    }
+  }
+}
+
+function approverOf(ctx: ContextSource): string {
+  if (!isAuthenticated(ctx))
+    throw new AuthenticationRequiredError("approving a device needs an authenticated human");
+  return authenticationFrom(ctx)?.name as string;
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return base64url(new Uint8Array(digest));
+}
+
+function integer(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max)
+    throw new InvalidOptionsError(
+      `DeviceAuthorizationService: ${name} must be a whole number from ${min} to ${max}`,
+    );
+  return value;
+}
+
+export function absoluteUrl(name: string, value: unknown): string {
+  if (typeof value !== "string" || !URL.canParse(value))
+    throw new InvalidOptionsError(`${name} must be an absolute URL`);
+  const url = new URL(value);
+  const loopback = ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback))
+    throw new InvalidOptionsError(`${name} must use https (http only on loopback)`);
+  if (url.hash !== "" || url.username !== "" || url.password !== "")
+    throw new InvalidOptionsError(`${name} must have no fragment or credentials`);
+  return url.href;
+}

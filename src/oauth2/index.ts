@@ -1,0 +1,72 @@
+/**
+ * The OAuth 2.0 device authorization grant (RFC 8628) with RFC 6749 client
+ * authentication and token responses and RFC 8414 metadata. It knows clients,
+ * device codes and an access-token issuer callback; it never knows agents.
+ */
+export {
+  type AccessTokenIssuer,
+  type AuthorizationServer,
+  type AuthorizationServerMetadata,
+  type AuthorizationServerOptions,
+  type AuthorizationServerPaths,
+  authorizationServer,
+  type ClientCredentialsHandler,
+  type ClientCredentialsRequest,
+  type DeviceAuthorizationListener,
+  type DeviceGrant,
+  type IssuedToken,
+} from "./authorization-server.ts";
+export {
+  authenticateClient,
+  type ClientAuthentication,
+  type ClientAuthenticationMethod,
+} from "./client-authentication.ts";
+export {
+  ALL_GRANT_TYPES,
+  type ClientKind,
+  type ClientRegistration,
+  type ClientStore,
+  DEVICE_CODE_GRANT,
+  type GrantType,
+  generateClientSecret,
+  hashClientSecret,
+  MemoryClientStore,
+  type MemoryClientStoreOptions,
+  type OAuthClient,
+} from "./clients.ts";
+export {
+  type DeviceApproveAction,
+  type DeviceApproveOptions,
+  type DeviceApproveResult,
+  deviceApproveHandler,
+} from "./device-approve.ts";
+export {
+  DeviceAuthorizationService,
+  type DeviceAuthorizationServiceOptions,
+  type PollResult,
+  SLOW_DOWN_MS,
+  type UserCodeAttemptOptions,
+  type UserCodeOutcome,
+} from "./device-authorization.ts";
+export {
+  type CreateOutcome,
+  type DecideOutcome,
+  type Decision,
+  type DeviceCodeRecord,
+  type DeviceCodeStatus,
+  type DeviceCodeStore,
+  MemoryDeviceCodeStore,
+  type MemoryDeviceCodeStoreOptions,
+  type PollOutcome,
+} from "./device-code-store.ts";
+export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
+export type { ScopePolicy } from "./scope.ts";
+export { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "./user-code.ts";
+export {
+  type DeviceAuthorizationResponseBody,
+  noStoreJson,
+  type OAuthErrorCode,
+  type OAuthFailure,
+  oauthError,
+  type TokenResponseBody,
+} from "./wire.ts";

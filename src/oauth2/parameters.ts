@@ -1,0 +1,60 @@
+import { readAtMost } from "../core/body.ts";
+import { isBodyReadError } from "../core/errors.ts";
+import type { OAuthFailure } from "./wire.ts";
+
+/** The parameters of a form-encoded OAuth request, each present at most once and never empty. */
+export type OAuthParameters = ReadonlyMap<string, string>;
+
+/**
+ * Reads an `application/x-www-form-urlencoded` body (RFC 6749 §3.2, RFC 8628
+ * §3.1). Anything else, a body over `maxBytes`, and a parameter given twice are
+ * `invalid_request`; a parameter with an empty value counts as omitted.
+ */
+export async function readOAuthParameters(
+  request: Request,
+  maxBytes: number,
+): Promise<OAuthParameters | (OAuthFailure & { readonly status?: number })> {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/x-www-form-urlencoded")
+    return {
+      error: "invalid_request",
+      description: "the body must be application/x-www-form-urlencoded",
+    };
+  const declared = Number(request.headers.get("content-length") ?? 0);
+  const tooLarge = {
+    error: "invalid_request",
+    description: `the body is larger than ${maxBytes} bytes`,
+    status: 413,
+  } as const;
+  if (declared > maxBytes) return tooLarge;
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await readAtMost(request.body, maxBytes);
+  } catch (error) {
+    if (isBodyReadError(error) || error instanceof TypeError)
+      return { error: "invalid_request", description: "the body could not be read" };
+    throw error;
+  }
+  if (bytes === undefined) return tooLarge;
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return { error: "invalid_request", description: "the body is not UTF-8" };
+  }
+  const out = new Map<string, string>();
+  for (const [name, value] of new URLSearchParams(text)) {
+    if (out.has(name))
+      return {
+        error: "invalid_request",
+        description: `the parameter ${name.slice(0, 64)} is repeated`,
+      };
+    out.set(name, value);
+  }
+  for (const [name, value] of out) if (value === "") out.delete(name);
+  return out;
+}
+
+export function isFailure(value: unknown): value is OAuthFailure & { readonly status?: number } {
+  return typeof value === "object" && value !== null && "error" in value;
+}

@@ -1,0 +1,75 @@
+/**
+ * The OAuth error vocabulary (RFC 6749 §5.2, RFC 8628 §3.5) and the response
+ * shapes of the endpoints. Protocol data, kept apart from thrown errors.
+ */
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "invalid_scope"
+  | "invalid_target"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "authorization_pending"
+  | "slow_down"
+  | "access_denied"
+  | "expired_token"
+  | "server_error"
+  | "temporarily_unavailable";
+
+/** What a grant callback answers instead of a token: the error and a client-safe description. */
+export interface OAuthFailure {
+  readonly error: OAuthErrorCode;
+  readonly description?: string;
+}
+
+/** RFC 6749 §5.1 successful token response. No refresh token is ever issued. */
+export interface TokenResponseBody {
+  readonly access_token: string;
+  readonly token_type: "Bearer";
+  readonly expires_in: number;
+  readonly scope?: string;
+}
+
+/** RFC 8628 §3.2 device authorization response. */
+export interface DeviceAuthorizationResponseBody {
+  readonly device_code: string;
+  readonly user_code: string;
+  readonly verification_uri: string;
+  readonly verification_uri_complete: string;
+  readonly expires_in: number;
+  readonly interval: number;
+}
+
+const STATUS: Partial<Record<OAuthErrorCode, number>> = {
+  invalid_client: 401,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
+
+const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
+
+/** A JSON body nobody may cache: every token endpoint answer. */
+export function noStoreJson(body: unknown, status = 200, headers?: HeadersInit): Response {
+  const out = new Headers(headers);
+  out.set("content-type", "application/json");
+  for (const [name, value] of Object.entries(NO_STORE)) out.set(name, value);
+  return new Response(JSON.stringify(body), { status, headers: out });
+}
+
+/**
+ * An RFC 6749 §5.2 error response. `invalid_client` is 401, and carries
+ * `WWW-Authenticate: Basic` when the client tried the `Authorization` header.
+ */
+export function oauthError(
+  error: OAuthErrorCode,
+  description?: string,
+  options: { readonly basicChallenge?: boolean; readonly status?: number } = {},
+): Response {
+  const headers = new Headers();
+  if (error === "invalid_client" && options.basicChallenge === true)
+    headers.set("www-authenticate", 'Basic realm="oauth", charset="UTF-8"');
+  if (error === "temporarily_unavailable") headers.set("retry-after", "1");
+  const body = description === undefined ? { error } : { error, error_description: description };
+  return noStoreJson(body, options.status ?? STATUS[error] ?? 400, headers);
+}
