@@ -22,7 +22,7 @@ async function startExample(framework: string): Promise<{ child: ChildProcess; b
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
-      if (output.includes("Portcullis on")) resolve();
+      if (/Portcullis (example listening )?on/.test(output)) resolve();
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
@@ -135,3 +135,76 @@ describe.each(["express", "fastify", "koa", "node"])(
     });
   },
 );
+
+describe("the device flow of the Hono example (npm start), over a socket", () => {
+  let child: ChildProcess | undefined;
+  let device: ChildProcess | undefined;
+  let base = "";
+
+  beforeAll(async () => {
+    ({ child, base } = await startExample("hono"));
+  }, 60_000);
+
+  afterAll(() => {
+    child?.kill();
+    device?.kill();
+  });
+
+  it("signs the demo device in as the human who approves its code at /device", async () => {
+    device = spawn(
+      process.execPath,
+      ["--conditions=source", "--import", "tsx", "examples/device/device.ts", base],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let output = "";
+    device.stdout?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    device.stderr?.on("data", (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+    });
+    const exited = new Promise<number | null>((resolve) => device?.on("exit", resolve));
+    while (!/enter the code ([A-Z]{4}-[A-Z]{4})/.test(output)) {
+      if (device.exitCode !== null) throw new Error(output);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const userCode = /enter the code ([A-Z]{4}-[A-Z]{4})/.exec(output)?.[1] as string;
+
+    const csrf = await fetch(`${base}/csrf`);
+    const { token, headerName } = (await csrf.json()) as { token: string; headerName: string };
+    const signedIn = await fetch(`${base}/login`, {
+      method: "POST",
+      headers: {
+        cookie: sessionCookie(csrf) as string,
+        [headerName]: token,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ username: "alice", password: "demo-alice" }),
+    });
+    const cookie = sessionCookie(signedIn) as string;
+    const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain(`value="${userCode}"`);
+    const formToken = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
+    // Without a session the approval is refused by the chain.
+    const anonymous = await fetch(`${base}/device/approve`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ user_code: userCode, action: "approve" }).toString(),
+    });
+    expect(anonymous.status).toBe(401);
+    const approved = await fetch(`${base}/device/approve`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        _csrf: formToken,
+        user_code: userCode,
+        action: "approve",
+      }).toString(),
+    });
+    expect(approved.status).toBe(200);
+    expect(await exited).toBe(0);
+    expect(output).toContain("Signed in as alice");
+  }, 30_000);
+});

@@ -22,6 +22,7 @@ import {
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
+import { createDeviceFlow } from "./device-flow.ts";
 
 const { match, routes } = authz;
 
@@ -37,6 +38,8 @@ export interface ExampleOptions {
   readonly publicLimit?: number;
   /** Login attempts per minute per client. Default 10. */
   readonly loginLimit?: number;
+  /** The public URL of the app, the OAuth issuer. Default `http://127.0.0.1:3000`. */
+  readonly issuer?: string;
 }
 
 /** The example application: a Hono router behind the whole security chain. */
@@ -56,6 +59,9 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     findUser: (name) => users.get(name),
     passwordEncoder: encoder,
   });
+
+  const issuer = options.issuer ?? "http://127.0.0.1:3000";
+  const deviceFlow = await createDeviceFlow(issuer);
 
   const app = new Hono();
   app.get("/public/hello", (c) => c.json({ message: "hello, whoever you are" }));
@@ -78,6 +84,12 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name }),
   );
 
+  // The page where a signed-in human approves a device by its user code.
+  app.get("/device", async (c) =>
+    c.html(devicePage(await csrfToken(c), c.req.query("user_code") ?? "")),
+  );
+  app.post("/device/approve", (c) => deviceFlow.approve(c.req.raw));
+
   // Integration pattern 2: a literal role guard on the framework's route group.
   const admin = new Hono();
   admin.use("*", honoMiddleware(requireRole("ADMIN")));
@@ -86,7 +98,10 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
 
   const corsOrigin =
     options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
-  return newHandler(app.fetch, {
+  // The OAuth endpoints answer first; every other path goes to the router.
+  const router: Handler = async (request, ...rest) =>
+    (await deviceFlow.server.route(request)) ?? app.fetch(request, ...rest);
+  return newHandler(router, {
     headers: securityHeaders(),
     cors: cors({ origin: corsOrigin, credentials: true }),
     // @hono/node-server hands the socket to the handler; the chain reads the peer address from it.
@@ -99,6 +114,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
           limit: options.publicLimit ?? 100,
           windowMs: 60_000,
         },
+        { name: "oauth", match: "/oauth/**", limit: 60, windowMs: 60_000 },
         {
           name: "login",
           match: "/login",
@@ -130,6 +146,13 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/").authenticated(),
         match("GET", "/staff/**").hasRole("STAFF"),
         match("GET", "/admin/**").authenticated(), // the route group's guard asks for ADMIN
+        // OAuth: devices authenticate themselves as clients at these endpoints.
+        match("GET", "/.well-known/oauth-authorization-server").permitAll(),
+        match("GET", "/.well-known/jwks.json").permitAll(),
+        match("POST", "/oauth/device_authorization").permitAll(),
+        match("POST", "/oauth/token").permitAll(),
+        match("GET", "/device").authenticated(),
+        match("POST", "/device/approve").authenticated(),
         // Anything else, including paths the router has no route for, is denied.
       ],
       { hierarchy: "ADMIN > STAFF > USER" },
@@ -154,6 +177,21 @@ ${failed ? '<p id="error" role="alert">Wrong username or password.</p>' : ""}
   <button type="submit">Sign in</button>
 </form>
 <p>Demo accounts (local use only): alice / demo-alice, sam / demo-sam, ada / demo-ada.</p>
+</body></html>`;
+}
+
+function devicePage(token: string, userCode: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Approve a device · Portcullis example</title></head>
+<body>
+<h1>Approve a device</h1>
+<p>Enter the code your device shows. Approving signs the device in as you.</p>
+<form method="post" action="/device/approve">
+  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
+  <label>Code <input name="user_code" value="${escapeHtml(userCode)}" autocomplete="off" required></label>
+  <button type="submit" name="action" value="approve">Approve</button>
+  <button type="submit" name="action" value="deny">Deny</button>
+</form>
 </body></html>`;
 }
 

@@ -4,7 +4,7 @@ import { createExampleHandler, demoAccounts } from "./app.ts";
 const port = Number(process.env.PORT ?? 3000);
 const host = "127.0.0.1";
 const accounts = demoAccounts();
-const handler = await createExampleHandler({ accounts });
+const handler = await createExampleHandler({ accounts, issuer: `http://${host}:${port}` });
 
 serve({ fetch: handler, port, hostname: host }, (info) => {
   const url = `http://${host}:${info.port}`;
@@ -20,4 +20,5 @@ serve({ fetch: handler, port, hostname: host }, (info) => {
   }
   console.log("");
   console.log(`API calls may use HTTP Basic:  curl -u sam:demo-sam ${url}/staff/reports`);
+  console.log(`A device signs in with:        npx tsx examples/device/device.ts ${url}`);
 });
