@@ -80,3 +80,9 @@ function isAuthentication(value: object): value is Authentication {
     typeof (value as Authentication).authenticated === "boolean"
   );
 }
+
+/**
+ * Set by an authenticator that verified the `Authorization` header itself
+ * (an agent's client credentials), so later authenticators leave it alone.
+ */
+export const AUTHORIZATION_VERIFIED = createContextKey<true>("portcullis.authorization-verified");

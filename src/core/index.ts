@@ -1,6 +1,7 @@
 export {
   ANONYMOUS,
   AUTHENTICATION,
+  AUTHORIZATION_VERIFIED,
   type Authentication,
   authenticationFrom,
   bindAuthentication,

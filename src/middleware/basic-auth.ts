@@ -1,5 +1,10 @@
-import { bindAuthentication, createAuthentication } from "../core/authentication.ts";
+import {
+  AUTHORIZATION_VERIFIED,
+  bindAuthentication,
+  createAuthentication,
+} from "../core/authentication.ts";
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
+import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
@@ -63,6 +68,8 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
     async (request, ...rest) => {
       if (required || request.headers.get("sec-fetch-mode") !== "navigate")
         addChallenge(request, challenge);
+      // An earlier authenticator (an agent's client credentials) verified the header.
+      if (contextFrom(request).get(AUTHORIZATION_VERIFIED) === true) return next(request, ...rest);
       const header = request.headers.get("authorization");
       if (header === null || !/^basic(?: |$)/i.test(header)) {
         return required ? unauthorizedResponse(request) : next(request, ...rest);

@@ -29,6 +29,8 @@ export interface DeviceGrant {
   readonly scope: readonly string[];
   /** The human who approved. */
   readonly approvedBy: string;
+  /** The hash of the user code that was approved (see `userCodeHash`). */
+  readonly userCodeHash: string;
 }
 
 /** Mints the token for an approved device authorization, or refuses with an OAuth error. */
@@ -317,6 +319,7 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
       subject: result.subject,
       scope: result.scope,
       approvedBy: result.approvedBy,
+      userCodeHash: result.userCodeHash,
     });
     return tokenResponse(issued, result.scope);
   }

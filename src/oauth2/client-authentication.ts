@@ -12,6 +12,16 @@ export type ClientAuthentication =
 // Compared against when the client is unknown, so both cases cost one hash and one comparison.
 const UNKNOWN_CLIENT_HASH = "sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
+/** Whether `secret` is `client`'s, in constant time; an unknown client costs the same. */
+export async function verifyClientSecret(
+  client: OAuthClient | undefined,
+  secret: string,
+): Promise<boolean> {
+  const expected = client?.secretHash ?? UNKNOWN_CLIENT_HASH;
+  const matches = await timingSafeEqual(await hashClientSecret(secret), expected);
+  return matches && client !== undefined && !client.public;
+}
+
 /**
  * RFC 6749 §2.3.1: `client_secret_basic` (the `Authorization` header, both
  * halves form-urlencoded) or `client_secret_post` (`client_id` and
@@ -31,7 +41,7 @@ export async function authenticateClient(
   let secret: string | undefined;
   let method: ClientAuthenticationMethod;
   if (header !== null) {
-    const basic = parseBasic(header);
+    const basic = parseBasicClient(header);
     if (basic === undefined)
       return invalidClient(true, "the Authorization header is not HTTP Basic");
     if (bodySecret !== undefined)
@@ -56,9 +66,7 @@ export async function authenticateClient(
     if (client?.public === true && publicClients) return { ok: true, client, method };
     return invalidClient(false, "client authentication failed");
   }
-  const expected = client?.secretHash ?? UNKNOWN_CLIENT_HASH;
-  const matches = await timingSafeEqual(await hashClientSecret(secret ?? ""), expected);
-  if (!matches || client === undefined || client.public)
+  if (!(await verifyClientSecret(client, secret ?? "")) || client === undefined)
     return invalidClient(basicChallenge, "client authentication failed");
   return { ok: true, client, method };
 }
@@ -67,7 +75,8 @@ function invalidClient(basicChallenge: boolean, description: string): ClientAuth
   return { ok: false, failure: { error: "invalid_client", description }, basicChallenge };
 }
 
-function parseBasic(header: string): { id: string; secret: string } | undefined {
+/** `Basic base64(urlencoded id ":" urlencoded secret)` (RFC 6749 §2.3.1); `undefined` if malformed. */
+export function parseBasicClient(header: string): { id: string; secret: string } | undefined {
   const match = /^basic +([A-Za-z0-9+/]+={0,2}) *$/i.exec(header);
   if (match === null) return undefined;
   let decoded: string;

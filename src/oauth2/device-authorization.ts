@@ -79,6 +79,8 @@ export type PollResult =
       readonly subject: string;
       readonly scope: readonly string[];
       readonly approvedBy: string;
+      /** Identifies the approval: the hash of the user code the human entered. */
+      readonly userCodeHash: string;
     }
   | { readonly outcome: "pending" | "denied" | "expired" | "invalid" }
   | { readonly outcome: "slow_down"; readonly intervalSeconds: number };
@@ -261,6 +263,7 @@ export class DeviceAuthorizationService {
           subject: record.subject,
           scope: record.scope,
           approvedBy: record.decidedBy ?? "",
+          userCodeHash: record.userCodeHash,
         };
       }
       case "slow_down":
@@ -345,6 +348,12 @@ function approverOf(ctx: ContextSource): string {
   if (!isAuthenticated(ctx))
     throw new AuthenticationRequiredError("approving a device needs an authenticated human");
   return authenticationFrom(ctx)?.name as string;
+}
+
+/** How stores key a user code: SHA-256 of its normalized form, base64url; `undefined` if malformed. */
+export async function userCodeHash(userCode: unknown): Promise<string | undefined> {
+  const code = normalizeUserCode(userCode);
+  return code === undefined ? undefined : sha256(code);
 }
 
 async function sha256(text: string): Promise<string> {

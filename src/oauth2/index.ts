@@ -47,6 +47,7 @@ export {
   SLOW_DOWN_MS,
   type UserCodeAttemptOptions,
   type UserCodeOutcome,
+  userCodeHash,
 } from "./device-authorization.ts";
 export {
   type CreateOutcome,

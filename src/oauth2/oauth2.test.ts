@@ -28,12 +28,21 @@ async function setup(
   serviceOptions: Partial<ConstructorParameters<typeof DeviceAuthorizationService>[0]> = {},
 ) {
   let t = 1_700_000_000_000;
-  const clock = { now: () => t, advance: (ms: number) => void (t += ms) };
+  const clock = {
+    now: () => t,
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
   const clients = new MemoryClientStore();
   await clients.register({ clientId: "agent-1", secret: SECRET });
   await clients.register({ clientId: "key.id+/=", kind: "api_key", secret: `${SECRET}:%` });
   await clients.register({ clientId: "cli", public: true });
-  await clients.register({ clientId: "cc-only", secret: SECRET, grantTypes: ["client_credentials"] });
+  await clients.register({
+    clientId: "cc-only",
+    secret: SECRET,
+    grantTypes: ["client_credentials"],
+  });
   const service = new DeviceAuthorizationService({
     verificationUri: `${ISSUER}/device`,
     now: clock.now,
@@ -84,11 +93,18 @@ describe("client authentication", () => {
       clientCredentials: async ({ client }) => ({ accessToken: client.clientId, expiresIn: 1 }),
     });
     const basic = btoa(
-      `${encodeURIComponent("key.id+/=")}:${encodeURIComponent(`${SECRET}:%`)}`.replace(/%20/g, "+"),
+      `${encodeURIComponent("key.id+/=")}:${encodeURIComponent(`${SECRET}:%`)}`.replace(
+        /%20/g,
+        "+",
+      ),
     );
     const ok = await answer(
       await server.route(
-        form("/oauth/token", { grant_type: "client_credentials" }, { authorization: `Basic ${basic}` }),
+        form(
+          "/oauth/token",
+          { grant_type: "client_credentials" },
+          { authorization: `Basic ${basic}` },
+        ),
       ),
     );
     expect(ok.status).toBe(200);
@@ -256,8 +272,7 @@ describe("device authorization", () => {
     expect(begun.body).toMatchObject({ interval: 5, expires_in: 600 });
     expect(begun.headers.get("cache-control")).toBe("no-store");
     expect(
-      () =>
-        new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, intervalSeconds: 0 }),
+      () => new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, intervalSeconds: 0 }),
     ).toThrow(InvalidOptionsError);
   });
 
@@ -370,7 +385,9 @@ describe("endpoints", () => {
     expect([begun.status, begun.body.error]).toEqual([503, "temporarily_unavailable"]);
     expect(begun.headers.get("retry-after")).toBe("1");
     const polled = await answer(
-      await server.route(form("/oauth/token", { ...post, grant_type: DEVICE_GRANT, device_code: "x" })),
+      await server.route(
+        form("/oauth/token", { ...post, grant_type: DEVICE_GRANT, device_code: "x" }),
+      ),
     );
     expect(polled.status).toBe(503);
     expect(Date.now() - started).toBeLessThan(2000);
@@ -378,7 +395,9 @@ describe("endpoints", () => {
     const failing = await setup({
       clients: { get: () => Promise.reject(new Error("connection refused")) },
     });
-    const refused = await answer(await failing.server.route(form("/oauth/device_authorization", post)));
+    const refused = await answer(
+      await failing.server.route(form("/oauth/device_authorization", post)),
+    );
     expect(refused.status).toBe(503);
   });
 
@@ -415,7 +434,9 @@ describe("endpoints", () => {
       scope: "read write",
     });
     expect(token.headers.get("cache-control")).toBe("no-store");
-    expect(issued).toMatchObject([{ subject: "agent-1", approvedBy: "alice", scope: ["read", "write"] }]);
+    expect(issued).toMatchObject([
+      { subject: "agent-1", approvedBy: "alice", scope: ["read", "write"] },
+    ]);
   });
 
   it("answer precise errors for malformed requests", async () => {
@@ -424,7 +445,11 @@ describe("endpoints", () => {
       [form("/oauth/token", post), 400, "invalid_request"],
       [form("/oauth/token", { ...post, grant_type: DEVICE_GRANT }), 400, "invalid_request"],
       [form("/oauth/token", { ...post, grant_type: "password" }), 400, "unsupported_grant_type"],
-      [form("/oauth/token", { ...post, grant_type: "client_credentials" }), 400, "unsupported_grant_type"],
+      [
+        form("/oauth/token", { ...post, grant_type: "client_credentials" }),
+        400,
+        "unsupported_grant_type",
+      ],
       [
         form("/oauth/token", { ...post, grant_type: DEVICE_GRANT, device_code: "nope" }),
         400,
@@ -457,8 +482,11 @@ describe("endpoints", () => {
     }
     expect((await server.route(new Request(`${ISSUER}/oauth/token`)))?.status).toBe(405);
     expect(
-      (await server.route(new Request(`${ISSUER}/.well-known/oauth-authorization-server`, { method: "POST" })))
-        ?.status,
+      (
+        await server.route(
+          new Request(`${ISSUER}/.well-known/oauth-authorization-server`, { method: "POST" }),
+        )
+      )?.status,
     ).toBe(405);
     expect(await server.route(new Request(`${ISSUER}/elsewhere`))).toBeUndefined();
   });
@@ -500,7 +528,8 @@ describe("endpoints", () => {
     }
     expect(() => authorizationServer({ ...base, issuer: "http://localhost:3000" })).not.toThrow();
     expect(
-      () => new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, intervall: 5 } as never),
+      () =>
+        new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, intervall: 5 } as never),
     ).toThrow(InvalidOptionsError);
     expect(() => new DeviceAuthorizationService({ verificationUri: "/device" })).toThrow(
       InvalidOptionsError,
@@ -524,7 +553,9 @@ describe("deviceApproveHandler", () => {
 
   it("binds the approving human as the subject", async () => {
     const { handler, begun, service } = await approveSetup();
-    const response = await handler(approveRequest({ user_code: begun.user_code, action: "approve" }));
+    const response = await handler(
+      approveRequest({ user_code: begun.user_code, action: "approve" }),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get("cache-control")).toBe("no-store");
     const polled = await service.poll(begun.device_code, "tv");

@@ -6,7 +6,7 @@
 import * as authz from "../authz/index.ts";
 import { newHandler } from "../chain/index.ts";
 import { mustAuthentication } from "../core/authentication.ts";
-import type { FetchHandler, Handler } from "../core/handler.ts";
+import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
 import { type CsrfOptions, csrf } from "../csrf/index.ts";
 import {
   type LoginOptions,
@@ -103,6 +103,8 @@ export interface TestAppOptions {
   readonly router?: FetchHandler;
   readonly rules?: ReturnType<typeof defaultRules>;
   readonly encoder?: PasswordEncoder;
+  /** The chain's `authentication` slot. */
+  readonly authentication?: Middleware | readonly Middleware[];
 }
 
 export interface TestApp {
@@ -141,6 +143,7 @@ export async function testApp(options: TestAppOptions = {}): Promise<TestApp> {
           login: login({ credentials: credentials as PasswordCredentials, ...options.login }),
         }),
     authorization: authz.routes(options.rules ?? defaultRules()),
+    ...(options.authentication === undefined ? {} : { authentication: options.authentication }),
     onError: () => {},
   });
   const cookieName =

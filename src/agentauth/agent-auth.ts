@@ -1,0 +1,335 @@
+import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/attempts.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { Handler, Middleware } from "../core/handler.ts";
+import { throttledConsole } from "../core/log.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { pathOfUrl } from "../core/path.ts";
+import { generateKeySet, type KeySet } from "../jwt/keys.ts";
+import { type AuthorizationServer, authorizationServer } from "../oauth2/authorization-server.ts";
+import type { ClientStore } from "../oauth2/clients.ts";
+import {
+  absoluteUrl,
+  DeviceAuthorizationService,
+  userCodeHash,
+} from "../oauth2/device-authorization.ts";
+import { type DeviceCodeStore, MemoryDeviceCodeStore } from "../oauth2/device-code-store.ts";
+import { agentCredentials } from "./agent-credentials.ts";
+import {
+  type AgentApprovalLookup,
+  type AgentApproveOptions,
+  agentApproveHandler,
+  describeAgentRequest,
+} from "./approve.ts";
+import { type CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
+import { capabilitiesHandler } from "./capability-list.ts";
+import { discoveryHandler } from "./discovery.ts";
+import type { AgentEventListener } from "./events.ts";
+import { executeHandler } from "./execute.ts";
+import { type Grant, type GrantStore, MemoryGrantStore } from "./grants.ts";
+import { capabilityRefreshGrant, newAccessTokenIssuer } from "./issuer.ts";
+import { MemoryPendingRequestStore, type PendingRequestStore } from "./pending.ts";
+import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from "./refresh.ts";
+import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
+import { resolveSession } from "./resolve-session.ts";
+import { type AgentRuntime, emitter, storeCaller } from "./runtime.ts";
+import { capabilityTokens } from "./token.ts";
+
+export interface AgentAuthPaths {
+  /** Default `"/.well-known/agent-configuration"`. */
+  readonly discovery?: string;
+  /** Default `"/capability/list"`. */
+  readonly capabilities?: string;
+  /** Default `"/capability/execute"`. */
+  readonly execute?: string;
+  /** Default `"/oauth/device_authorization"`. */
+  readonly deviceAuthorization?: string;
+  /** Default `"/oauth/token"`. */
+  readonly token?: string;
+  /** Default `"/.well-known/jwks.json"`. */
+  readonly jwks?: string;
+  /** Your approval page, told to agents as `verification_uri`. Default `"/agent/approve"`. */
+  readonly verification?: string;
+}
+
+export interface AgentAuthStores {
+  /** Default `MemoryGrantStore` (single instance only). */
+  readonly grants?: GrantStore;
+  /** Default `MemoryReplayStore` (single instance only). */
+  readonly replay?: ReplayStore;
+  /** Default `MemoryPendingRequestStore` (single instance only). */
+  readonly pending?: PendingRequestStore;
+  /** Default `MemoryDeviceCodeStore` (single instance only). */
+  readonly deviceCodes?: DeviceCodeStore;
+  /** Wrong user-code entries. Default `MemoryLoginAttemptStore`. */
+  readonly userCodeAttempts?: LoginAttemptStore;
+}
+
+export interface AgentAuthOptions {
+  /** The service's public base URL: https (http only on loopback). Every published URL is built from it. */
+  readonly issuer: string;
+  /** The capabilities offered. */
+  readonly capabilities: CapabilityRegistry | readonly CapabilityDefinition[];
+  /** The agents' identities: OAuth clients and API keys. */
+  readonly clients: ClientStore;
+  /** Signing keys. Default: an EdDSA pair made at start-up (tokens die with the process). */
+  readonly keys?: KeySet;
+  readonly providerName?: string;
+  readonly description?: string;
+  readonly paths?: AgentAuthPaths;
+  readonly stores?: AgentAuthStores;
+  /** Capability token lifetime. Default 120. */
+  readonly tokenTtlSeconds?: number;
+  /** Grant lifetime. Default 86 400 (24 h). */
+  readonly grantTtlSeconds?: number;
+  /** Device code lifetime. Default 600. */
+  readonly deviceCodeLifetimeSeconds?: number;
+  /** Device polling interval. Default 5. */
+  readonly pollIntervalSeconds?: number;
+  /** Largest execute body. Default 65 536. */
+  readonly maxBodyBytes?: number;
+  /** Every store call is bounded by this; a failure or timeout answers 503. Default 1000. */
+  readonly storeTimeoutMs?: number;
+  /** Told what happened: grants, tokens, executions, denials. */
+  readonly onEvent?: AgentEventListener;
+  /** Told about store failures. Default `console.error`, at most every 10 s. */
+  readonly onStoreError?: (error: unknown) => void;
+  /** Told about unexpected failures (answered 500). Default `console.error`. */
+  readonly onError?: (error: unknown, request: Request) => void;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+export interface AgentAuth {
+  /** Serves discovery, the capability list, execute and the OAuth endpoints; `undefined` for other paths. */
+  readonly route: (request: Request) => Promise<Response | undefined>;
+  readonly discovery: Handler;
+  readonly capabilities: Handler;
+  readonly execute: Handler;
+  /** The approval form's handler (`POST user_code` + `action`), for your page behind the session. */
+  readonly approve: Handler;
+  /** For the chain's `authentication` slot: agents authenticate with their client credentials. */
+  readonly authenticator: Middleware;
+  /** Middleware protecting a capability's `location`. */
+  resolveSession(location: string): Middleware;
+  /** What a user code asks for, to show on the approval page. */
+  describe(request: Request, userCode: unknown): Promise<AgentApprovalLookup>;
+  /** A fresh token from an active grant (for a channel that authenticated `principalId`). */
+  refresh(principalId: string, request?: RefreshRequest): Promise<RefreshResult>;
+  /** Revokes a whole grant or some of its capabilities; idempotent and permanent. */
+  revoke(grantId: string, capabilities?: readonly string[]): Promise<Grant | undefined>;
+  /** The grants one human approved, newest first. */
+  grantsApprovedBy(name: string): Promise<readonly Grant[]>;
+  readonly paths: Required<AgentAuthPaths>;
+  readonly runtime: AgentRuntime;
+  readonly oauth: AuthorizationServer;
+  readonly service: DeviceAuthorizationService;
+  readonly keys: KeySet;
+}
+
+const DEFAULT_PATHS: Required<AgentAuthPaths> = {
+  discovery: "/.well-known/agent-configuration",
+  capabilities: "/capability/list",
+  execute: "/capability/execute",
+  deviceAuthorization: "/oauth/device_authorization",
+  token: "/oauth/token",
+  jwks: "/.well-known/jwks.json",
+  verification: "/agent/approve",
+};
+
+/**
+ * Capability authorization for agents, assembled: discovery, the capability
+ * list, execute, the device flow whose approval creates a grant, refresh by
+ * `client_credentials`, revocation, events. Mount `route` in front of your
+ * router, behind the chain, and write the rules the README lists.
+ */
+export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
+  rejectUnknownKeys("agentAuth", options, [
+    "issuer",
+    "capabilities",
+    "clients",
+    "keys",
+    "providerName",
+    "description",
+    "paths",
+    "stores",
+    "tokenTtlSeconds",
+    "grantTtlSeconds",
+    "deviceCodeLifetimeSeconds",
+    "pollIntervalSeconds",
+    "maxBodyBytes",
+    "storeTimeoutMs",
+    "onEvent",
+    "onStoreError",
+    "onError",
+    "now",
+  ]);
+  const issuer = options.issuer;
+  absoluteUrl("agentAuth: issuer", issuer);
+  rejectUnknownKeys("agentAuth: paths", options.paths, Object.keys(DEFAULT_PATHS));
+  rejectUnknownKeys("agentAuth: stores", options.stores, [
+    "grants",
+    "replay",
+    "pending",
+    "deviceCodes",
+    "userCodeAttempts",
+  ]);
+  const paths = { ...DEFAULT_PATHS, ...options.paths };
+  const origin = new URL(issuer).origin;
+  const url = (path: string) => new URL(path, origin).href;
+  const registry =
+    options.capabilities instanceof CapabilityRegistry
+      ? options.capabilities
+      : new CapabilityRegistry(options.capabilities);
+  const grantTtlSeconds = options.grantTtlSeconds ?? 86_400;
+  if (!Number.isSafeInteger(grantTtlSeconds) || grantTtlSeconds < 60)
+    throw new InvalidOptionsError("agentAuth: grantTtlSeconds must be a whole number, 60 or more");
+  for (const name of ["onEvent", "onStoreError", "onError", "now"] as const) {
+    if (options[name] !== undefined && typeof options[name] !== "function")
+      throw new InvalidOptionsError(`agentAuth: ${name} must be a function`);
+  }
+  const now = options.now ?? Date.now;
+  const storeTimeoutMs = options.storeTimeoutMs ?? 1000;
+  const keys = options.keys ?? (await generateKeySet());
+  const stores = options.stores ?? {};
+  const grants = stores.grants ?? new MemoryGrantStore();
+  const replay = stores.replay ?? new MemoryReplayStore();
+  const pending = stores.pending ?? new MemoryPendingRequestStore();
+  checkStore("grants", grants, ["create", "get", "listByPrincipal", "listByApprover", "revoke"]);
+  checkStore("replay", replay, ["setIfAbsent"]);
+  checkStore("pending", pending, ["create", "getByUserCode", "getByPrincipal", "delete"]);
+  const report = options.onStoreError ?? throttledConsole("an agent store failed");
+  const memoryOnly =
+    grants instanceof MemoryGrantStore &&
+    replay instanceof MemoryReplayStore &&
+    pending instanceof MemoryPendingRequestStore;
+
+  const urls = {
+    issuer,
+    discovery: url(paths.discovery),
+    capabilities: url(paths.capabilities),
+    execute: url(paths.execute),
+  };
+  const tokens = capabilityTokens({
+    keys,
+    issuer,
+    executeUrl: urls.execute,
+    now,
+    ...(options.tokenTtlSeconds === undefined ? {} : { ttlSeconds: options.tokenTtlSeconds }),
+  });
+  const runtime: AgentRuntime = Object.freeze({
+    urls,
+    registry,
+    tokens,
+    grants,
+    replay,
+    pending,
+    store: storeCaller(storeTimeoutMs, report, !memoryOnly),
+    emit: emitter(options.onEvent),
+    now,
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+
+  const verificationUri = url(paths.verification);
+  const service = new DeviceAuthorizationService({
+    verificationUri,
+    store: stores.deviceCodes ?? new MemoryDeviceCodeStore(),
+    storeTimeoutMs,
+    now,
+    onStoreError: report,
+    ...(options.deviceCodeLifetimeSeconds === undefined
+      ? {}
+      : { lifetimeSeconds: options.deviceCodeLifetimeSeconds }),
+    ...(options.pollIntervalSeconds === undefined
+      ? {}
+      : { intervalSeconds: options.pollIntervalSeconds }),
+    userCodeAttempts: { store: stores.userCodeAttempts ?? new MemoryLoginAttemptStore() },
+  });
+  const oauth = authorizationServer({
+    issuer,
+    service,
+    clients: options.clients,
+    keys,
+    scopes: (name) => registry.has(name),
+    issueAccessToken: newAccessTokenIssuer(runtime, grantTtlSeconds),
+    clientCredentials: capabilityRefreshGrant(runtime),
+    paths: { deviceAuthorization: paths.deviceAuthorization, token: paths.token, jwks: paths.jwks },
+    storeTimeoutMs,
+    // `begin` and `PendingRequestStore.create` together: what the agent asked for, by user code and by agent.
+    onDeviceAuthorization: async ({ client, scope, userCode, expiresAt }) => {
+      const hash = (await userCodeHash(userCode)) as string;
+      await runtime.store(() =>
+        pending.create({
+          principalId: client.clientId,
+          userCodeHash: hash,
+          capabilities: scope,
+          ...(client.name === undefined ? {} : { agentName: client.name }),
+          createdAt: now(),
+          expiresAt,
+        }),
+      );
+    },
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+  const discovery = discoveryHandler({
+    urls,
+    oauth: oauth.metadata,
+    verificationUri,
+    ...(options.providerName === undefined ? {} : { providerName: options.providerName }),
+    ...(options.description === undefined ? {} : { description: options.description }),
+  });
+  const capabilities = capabilitiesHandler({ registry, discoveryUrl: urls.discovery });
+  const execute = executeHandler(runtime, {
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  });
+  const byPath = new Map<string, Handler>([
+    [paths.discovery, discovery],
+    [paths.capabilities, capabilities],
+    [paths.execute, execute],
+  ]);
+
+  return Object.freeze({
+    route: async (request: Request) => {
+      const handler = byPath.get(pathOfUrl(request.url));
+      return handler === undefined ? oauth.route(request) : handler(request);
+    },
+    discovery,
+    capabilities,
+    execute,
+    approve: agentApproveHandler(runtime, service, {} satisfies AgentApproveOptions),
+    authenticator: agentCredentials({ clients: options.clients, storeTimeoutMs }),
+    resolveSession: (location: string) => resolveSession(runtime, location),
+    describe: (request: Request, userCode: unknown) =>
+      describeAgentRequest(runtime, service, request, userCode),
+    refresh: (principalId: string, request?: RefreshRequest) =>
+      runtime.store(() => refreshCapabilityToken(undefined, principalId, grants, runtime, request)),
+    revoke: async (grantId: string, revoked?: readonly string[]) => {
+      const before = await runtime.store(() => grants.get(grantId));
+      const after = await runtime.store(() => grants.revoke(grantId, revoked, now()));
+      if (before !== undefined && after !== undefined) {
+        const removed = before.capabilities.filter((name) => !after.capabilities.includes(name));
+        if (removed.length > 0 || (before.status !== "revoked" && after.status === "revoked"))
+          runtime.emit({
+            type: "grant.revoked",
+            grantId,
+            principalId: after.principalId,
+            capabilities: removed,
+            whole: after.status === "revoked",
+          });
+      }
+      return after;
+    },
+    grantsApprovedBy: (name: string) => runtime.store(() => grants.listByApprover(name)),
+    paths: Object.freeze(paths),
+    runtime,
+    oauth,
+    service,
+    keys,
+  });
+}
+
+function checkStore(name: string, store: unknown, methods: readonly string[]): void {
+  for (const method of methods) {
+    if (typeof (store as Record<string, unknown>)?.[method] !== "function")
+      throw new InvalidOptionsError(`agentAuth: stores.${name} lacks ${method}`);
+  }
+}

@@ -1,0 +1,154 @@
+import { isAuthenticated } from "../core/authentication.ts";
+import { StoreUnavailableError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { problemResponse, reportError } from "../core/problem.ts";
+import type { DeviceApproveResult } from "../oauth2/device-approve.ts";
+import { type DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
+import { isFailure, readOAuthParameters } from "../oauth2/parameters.ts";
+import type { AgentRuntime } from "./runtime.ts";
+
+/** What a human is asked to approve: the agent and the capabilities it wants. */
+export interface AgentApprovalRequest {
+  readonly principalId: string;
+  readonly agentName?: string;
+  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+  /** As shown, `XXXX-XXXX`. */
+  readonly userCode: string;
+  readonly expiresAt: number;
+}
+
+export type AgentApprovalLookup =
+  | ({ readonly ok: true } & AgentApprovalRequest)
+  | {
+      readonly ok: false;
+      readonly reason: "invalid_code" | "too_many_attempts";
+      readonly retryAfterSeconds?: number;
+    };
+
+export interface AgentApproveOptions {
+  /** Builds the page answering the post. Default: a minimal HTML page with the right status. */
+  readonly respond?: (
+    result: DeviceApproveResult,
+    request: Request,
+  ) => Response | Promise<Response>;
+  /** Largest form body read. Default 8192. */
+  readonly maxBodyBytes?: number;
+}
+
+/**
+ * What a user code asks for, for the approval page to show before the human
+ * decides. Wrong codes count against the approver's budget like approvals.
+ */
+export async function describeAgentRequest(
+  runtime: AgentRuntime,
+  service: DeviceAuthorizationService,
+  ctx: Request,
+  userCode: unknown,
+): Promise<AgentApprovalLookup> {
+  const found = await service.lookup(ctx, userCode);
+  if (!found.ok) return found;
+  const hash = (await userCodeHash(userCode)) as string;
+  const pending = await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
+  if (pending === undefined) return { ok: false, reason: "invalid_code" };
+  return {
+    ok: true,
+    principalId: pending.principalId,
+    ...(pending.agentName === undefined ? {} : { agentName: pending.agentName }),
+    capabilities: pending.capabilities.map((name) => ({
+      name,
+      description: runtime.registry.get(name)?.description ?? "",
+    })),
+    userCode: found.userCode,
+    expiresAt: found.expiresAt,
+  };
+}
+
+/**
+ * Approves or denies an agent's request: a `POST` form with `user_code` and
+ * `action` (`approve` or `deny`) from a signed-in human, behind the chain
+ * (session, CSRF, a rule requiring authentication). The human supplies only
+ * the user code; the agent is resolved with `getByUserCode` and the device
+ * code is approved for the agent's own principal id, so two agents approved
+ * by one human get two grants.
+ */
+export function agentApproveHandler(
+  runtime: AgentRuntime,
+  service: DeviceAuthorizationService,
+  options: AgentApproveOptions = {},
+): Handler {
+  const respond = options.respond ?? defaultPage;
+  const maxBodyBytes = options.maxBodyBytes ?? 8192;
+  return async (request) => {
+    if (request.method !== "POST")
+      return new Response(null, {
+        status: 405,
+        headers: { allow: "POST", "cache-control": "no-store" },
+      });
+    if (!isAuthenticated(request))
+      return problemResponse(401, { detail: "Sign in to approve an agent." });
+    try {
+      const params = await readOAuthParameters(request, maxBodyBytes);
+      const action = isFailure(params) ? undefined : params.get("action");
+      if (isFailure(params) || (action !== "approve" && action !== "deny"))
+        return await respond(
+          { action: undefined, outcome: { ok: false, reason: "invalid_request" } },
+          request,
+        );
+      const userCode = params.get("user_code");
+      const hash = await userCodeHash(userCode);
+      const pending =
+        hash === undefined
+          ? undefined
+          : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
+      let outcome: Awaited<ReturnType<DeviceAuthorizationService["authorize"]>>;
+      if (pending === undefined) {
+        // Counted as a wrong entry, and answered like one, whatever the device store holds.
+        const counted = await service.lookup(request, "");
+        outcome = counted.ok ? { ok: false, reason: "invalid_code" } : counted;
+      } else if (action === "approve") {
+        outcome = await service.authorize(request, userCode, pending.principalId);
+      } else {
+        outcome = await service.deny(request, userCode);
+        if (outcome.ok)
+          await runtime.store(() =>
+            runtime.pending.delete(pending.principalId, pending.userCodeHash),
+          );
+      }
+      return await respond({ action, outcome }, request);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError)
+        return problemResponse(503, {
+          detail: "Try again shortly.",
+          headers: { "retry-after": "1" },
+        });
+      reportError(runtime.onError, error, request);
+      return problemResponse(500);
+    }
+  };
+}
+
+const MESSAGES = {
+  approve: "The agent is approved. It can now use the capabilities you granted.",
+  deny: "The agent's request was denied.",
+  invalid_code: "That code is not valid. Check it and try again.",
+  invalid_request: "The form was incomplete.",
+  too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
+} as const;
+
+function defaultPage(result: DeviceApproveResult): Response {
+  const { outcome } = result;
+  const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
+  const message = outcome.ok
+    ? MESSAGES[result.action as "approve" | "deny"]
+    : MESSAGES[outcome.reason];
+  const headers = new Headers({
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+  });
+  if (!outcome.ok && outcome.reason === "too_many_attempts")
+    headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
+  return new Response(
+    `<!doctype html><meta charset="utf-8"><title>Agent approval</title><p id="outcome">${message}</p>`,
+    { status, headers },
+  );
+}

@@ -1,0 +1,45 @@
+import type { Handler } from "../core/handler.ts";
+import type { AuthorizationServerMetadata } from "../oauth2/authorization-server.ts";
+import type { AgentUrls } from "./runtime.ts";
+import { AGENT_AUTH_VERSION } from "./wire.ts";
+
+export interface DiscoveryOptions {
+  readonly urls: AgentUrls;
+  /** The OAuth metadata of the device flow the agents use. */
+  readonly oauth: AuthorizationServerMetadata;
+  /** The human approval page. */
+  readonly verificationUri: string;
+  readonly providerName?: string;
+  readonly description?: string;
+}
+
+/**
+ * `GET /.well-known/agent-configuration`: what an agent needs to start. Every
+ * URL is absolute and fixed when built, from the configured issuer, never from
+ * `Host` or forwarded headers.
+ */
+export function discoveryHandler(options: DiscoveryOptions): Handler {
+  const { urls, oauth } = options;
+  const document = JSON.stringify({
+    version: AGENT_AUTH_VERSION,
+    provider_name: options.providerName ?? new URL(urls.issuer).host,
+    ...(options.description === undefined ? {} : { description: options.description }),
+    issuer: urls.issuer,
+    default_location: urls.execute,
+    algorithms: [],
+    modes: ["delegated"],
+    approval_methods: ["device_authorization"],
+    endpoints: { capabilities: urls.capabilities, execute: urls.execute },
+    device_authorization_endpoint: oauth.device_authorization_endpoint,
+    token_endpoint: oauth.token_endpoint,
+    verification_uri: options.verificationUri,
+    ...(oauth.jwks_uri === undefined ? {} : { jwks_uri: oauth.jwks_uri }),
+  });
+  return async (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD")
+      return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
+    return new Response(request.method === "HEAD" ? null : document, {
+      headers: { "content-type": "application/json", "cache-control": "public, max-age=3600" },
+    });
+  };
+}

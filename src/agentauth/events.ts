@@ -1,0 +1,47 @@
+import type { AgentErrorCode } from "./wire.ts";
+
+/** What happened, with ids and outcomes; never a token or a secret. */
+export type AgentEvent =
+  | {
+      readonly type: "grant.created";
+      readonly grantId: string;
+      readonly principalId: string;
+      readonly approvedBy: string;
+      readonly capabilities: readonly string[];
+      readonly expiresAt: number;
+    }
+  | {
+      readonly type: "grant.revoked";
+      readonly grantId: string;
+      readonly principalId: string;
+      /** The capabilities revoked; all of them when the whole grant was. */
+      readonly capabilities: readonly string[];
+      readonly whole: boolean;
+    }
+  | {
+      readonly type: "token.issued";
+      readonly grantId: string;
+      readonly principalId: string;
+      readonly tokenId: string;
+      readonly capabilities: readonly string[];
+      readonly audience: string;
+      readonly via: "device_code" | "client_credentials";
+    }
+  | {
+      readonly type: "capability.executed";
+      readonly grantId: string;
+      readonly principalId: string;
+      readonly capability: string;
+      readonly tokenId: string;
+      readonly outcome: "ok" | "error";
+      readonly durationMs: number;
+    }
+  | {
+      readonly type: "execute.denied";
+      readonly error: AgentErrorCode;
+      readonly principalId?: string;
+      readonly grantId?: string;
+      readonly capability?: string;
+    };
+
+export type AgentEventListener = (event: AgentEvent) => void;

@@ -1,0 +1,136 @@
+import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+
+export type GrantStatus = "active" | "revoked" | "expired";
+
+/** What a human approved for one agent. Re-approval makes a new grant. */
+export interface Grant {
+  readonly grantId: string;
+  /** The agent's principal id (client id or API key id). */
+  readonly principalId: string;
+  readonly status: GrantStatus;
+  /** The capabilities still granted. */
+  readonly capabilities: readonly string[];
+  /** The human who approved. */
+  readonly approvedBy: string;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  /** When it was revoked as a whole, if it was. */
+  readonly revokedAt?: number;
+}
+
+/** A grant as JSON: the field names of the wire (snake_case, times in seconds). */
+export function grantToJson(grant: Grant, now: number): Record<string, unknown> {
+  return {
+    grant_id: grant.grantId,
+    principal_id: grant.principalId,
+    status: effectiveStatus(grant, now),
+    capabilities: grant.capabilities,
+    approved_by: grant.approvedBy,
+    created_at: Math.floor(grant.createdAt / 1000),
+    expires_at: Math.floor(grant.expiresAt / 1000),
+  };
+}
+
+/** `expired` once `expiresAt` has passed, whatever was stored. */
+export function effectiveStatus(grant: Grant, now: number): GrantStatus {
+  if (grant.status === "active" && grant.expiresAt <= now) return "expired";
+  return grant.status;
+}
+
+/**
+ * Grants. `revoke` is idempotent and permanent: a revoked capability never
+ * comes back to that grant, and a grant with none left is revoked.
+ */
+export interface GrantStore {
+  create(grant: Grant): Promise<void>;
+  get(grantId: string): Promise<Grant | undefined>;
+  /** Every grant of an agent, newest first. */
+  listByPrincipal(principalId: string): Promise<readonly Grant[]>;
+  /** Every grant one human approved, newest first: "agents I have approved". */
+  listByApprover(approvedBy: string): Promise<readonly Grant[]>;
+  /**
+   * Revokes the whole grant (`capabilities` undefined) or some of its
+   * capabilities; answers the grant as it is afterwards, `undefined` if unknown.
+   */
+  revoke(
+    grantId: string,
+    capabilities: readonly string[] | undefined,
+    now: number,
+  ): Promise<Grant | undefined>;
+}
+
+export interface MemoryGrantStoreOptions {
+  /** Most grants held; past it expired and revoked ones go first, then `create` fails. Default 100 000. */
+  readonly maxEntries?: number;
+}
+
+/** Process-local grants: revocation holds only within this process. */
+export class MemoryGrantStore implements GrantStore {
+  readonly #grants = new Map<string, Grant>();
+  readonly #max: number;
+
+  constructor(options: MemoryGrantStoreOptions = {}) {
+    rejectUnknownKeys("MemoryGrantStore", options, ["maxEntries"]);
+    this.#max = options.maxEntries ?? 100_000;
+    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
+      throw new InvalidOptionsError("MemoryGrantStore: maxEntries must be a positive integer");
+  }
+
+  async create(grant: Grant): Promise<void> {
+    if (this.#grants.has(grant.grantId)) throw new Error("a grant with this id exists");
+    if (this.#grants.size >= this.#max) this.#sweep(grant.createdAt);
+    if (this.#grants.size >= this.#max) throw new Error("the grant store is full");
+    this.#grants.set(grant.grantId, freeze(grant));
+  }
+
+  async get(grantId: string): Promise<Grant | undefined> {
+    return this.#grants.get(grantId);
+  }
+
+  async listByPrincipal(principalId: string): Promise<readonly Grant[]> {
+    return this.#list((grant) => grant.principalId === principalId);
+  }
+
+  async listByApprover(approvedBy: string): Promise<readonly Grant[]> {
+    return this.#list((grant) => grant.approvedBy === approvedBy);
+  }
+
+  async revoke(
+    grantId: string,
+    capabilities: readonly string[] | undefined,
+    now: number,
+  ): Promise<Grant | undefined> {
+    const grant = this.#grants.get(grantId);
+    if (grant === undefined) return undefined;
+    const left =
+      capabilities === undefined
+        ? []
+        : grant.capabilities.filter((name) => !capabilities.includes(name));
+    const revoked = left.length === 0;
+    const next = freeze({
+      ...grant,
+      capabilities: left,
+      status: revoked ? "revoked" : grant.status,
+      ...(revoked && grant.revokedAt === undefined ? { revokedAt: now } : {}),
+    });
+    this.#grants.set(grantId, next);
+    return next;
+  }
+
+  #list(keep: (grant: Grant) => boolean): readonly Grant[] {
+    return [...this.#grants.values()].filter(keep).sort((a, b) => b.createdAt - a.createdAt);
+  }
+
+  // Ended grants (expired, or revoked) make room; active ones never do.
+  #sweep(now: number): void {
+    for (const [id, grant] of this.#grants) {
+      if (grant.status !== "active" || grant.expiresAt <= now) this.#grants.delete(id);
+    }
+  }
+}
+
+function freeze(grant: Grant): Grant {
+  return Object.freeze({ ...grant, capabilities: Object.freeze([...grant.capabilities]) });
+}

@@ -1,0 +1,116 @@
+import { randomToken } from "../core/encoding.ts";
+import type {
+  AccessTokenIssuer,
+  ClientCredentialsHandler,
+} from "../oauth2/authorization-server.ts";
+import type { Grant } from "./grants.ts";
+import { refreshCapabilityToken } from "./refresh.ts";
+import type { AgentRuntime } from "./runtime.ts";
+
+/**
+ * The access-token issuer of the device flow for agents: on the first
+ * successful poll it looks up what the agent asked for with `getByPrincipal`,
+ * creates the Grant and mints the first capability token. The device code is
+ * single-use, and the pending request is removed here, so one approval makes
+ * exactly one grant and one token.
+ */
+export function newAccessTokenIssuer(
+  runtime: AgentRuntime,
+  grantTtlSeconds = 86_400,
+): AccessTokenIssuer {
+  return async ({ client, subject, scope, approvedBy, userCodeHash }) => {
+    const now = runtime.now();
+    if (subject !== client.clientId)
+      return { error: "invalid_grant", description: "the approval was for another principal" };
+    const pending = await runtime.store(() => runtime.pending.getByPrincipal(subject, now));
+    // A later begin by the same agent superseded this approval's request.
+    if (
+      pending === undefined ||
+      pending.userCodeHash !== userCodeHash ||
+      !sameSet(pending.capabilities, scope)
+    )
+      return { error: "invalid_grant", description: "the approved request is no longer pending" };
+    await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
+    const capabilities = pending.capabilities.filter((name) => runtime.registry.has(name));
+    const grant: Grant = {
+      grantId: randomToken(16),
+      principalId: subject,
+      status: "active",
+      capabilities,
+      approvedBy,
+      createdAt: now,
+      expiresAt: now + grantTtlSeconds * 1000,
+    };
+    await runtime.store(() => runtime.grants.create(grant));
+    runtime.emit({
+      type: "grant.created",
+      grantId: grant.grantId,
+      principalId: subject,
+      approvedBy,
+      capabilities,
+      expiresAt: grant.expiresAt,
+    });
+    const minted = await runtime.tokens.mint({
+      principalId: subject,
+      grantId: grant.grantId,
+      capabilities,
+    });
+    runtime.emit({
+      type: "token.issued",
+      grantId: grant.grantId,
+      principalId: subject,
+      tokenId: minted.jti,
+      capabilities,
+      audience: runtime.urls.execute,
+      via: "device_code",
+    });
+    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: capabilities };
+  };
+}
+
+/**
+ * `grant_type=client_credentials` at the token endpoint: the authenticated
+ * channel of `refreshCapabilityToken`. `scope` narrows the capabilities,
+ * `resource` asks for a capability's `location` as audience.
+ */
+export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentialsHandler {
+  return async ({ client, scope, resource }) => {
+    const result = await runtime.store(() =>
+      refreshCapabilityToken(undefined, client.clientId, runtime.grants, runtime, {
+        ...(scope === undefined || scope.length === 0 ? {} : { capabilities: scope }),
+        ...(resource === undefined ? {} : { audience: resource }),
+      }),
+    );
+    if (!result.ok) {
+      if (result.reason === "no_active_grant")
+        return {
+          error: "invalid_grant",
+          description: "no active grant; ask a human to approve one",
+        };
+      if (result.reason === "capability_not_granted")
+        return { error: "invalid_scope", description: "the scope is wider than what was granted" };
+      return {
+        error: "invalid_target",
+        description: "the resource is no granted capability's location",
+      };
+    }
+    runtime.emit({
+      type: "token.issued",
+      grantId: result.grant.grantId,
+      principalId: client.clientId,
+      tokenId: result.token.jti,
+      capabilities: result.capabilities,
+      audience: result.audience,
+      via: "client_credentials",
+    });
+    return {
+      accessToken: result.token.token,
+      expiresIn: result.token.expiresIn,
+      scope: result.capabilities,
+    };
+  };
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name) => b.includes(name));
+}

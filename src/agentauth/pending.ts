@@ -1,0 +1,85 @@
+import { InvalidOptionsError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+
+/** What an agent asked for, between `begin` and the first successful poll. */
+export interface PendingRequest {
+  readonly principalId: string;
+  /** SHA-256 of the normalized user code, base64url (see `userCodeHash`). */
+  readonly userCodeHash: string;
+  readonly capabilities: readonly string[];
+  /** Shown to the approving human. */
+  readonly agentName?: string;
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * Pending requests, indexed by user code and by agent. A new `create` for an
+ * agent supersedes its earlier request: the old user code resolves no more.
+ */
+export interface PendingRequestStore {
+  create(request: PendingRequest): Promise<void>;
+  getByUserCode(userCodeHash: string, now: number): Promise<PendingRequest | undefined>;
+  getByPrincipal(principalId: string, now: number): Promise<PendingRequest | undefined>;
+  /** Removes the agent's request if it is still the one with this user code. */
+  delete(principalId: string, userCodeHash: string): Promise<void>;
+}
+
+export interface MemoryPendingRequestStoreOptions {
+  /** Most requests held; when full of live ones, `create` fails. Default 10 000. */
+  readonly maxEntries?: number;
+}
+
+/** Process-local pending requests, one per agent. Bounded, timer-free. */
+export class MemoryPendingRequestStore implements PendingRequestStore {
+  readonly #byPrincipal = new Map<string, PendingRequest>();
+  readonly #byUserCode = new Map<string, string>();
+  readonly #max: number;
+
+  constructor(options: MemoryPendingRequestStoreOptions = {}) {
+    rejectUnknownKeys("MemoryPendingRequestStore", options, ["maxEntries"]);
+    this.#max = options.maxEntries ?? 10_000;
+    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
+      throw new InvalidOptionsError(
+        "MemoryPendingRequestStore: maxEntries must be a positive integer",
+      );
+  }
+
+  async create(request: PendingRequest): Promise<void> {
+    const earlier = this.#byPrincipal.get(request.principalId);
+    if (earlier !== undefined) this.#remove(earlier);
+    if (this.#byPrincipal.size >= this.#max) {
+      for (const pending of [...this.#byPrincipal.values()])
+        if (pending.expiresAt <= request.createdAt) this.#remove(pending);
+    }
+    if (this.#byPrincipal.size >= this.#max) throw new Error("the pending request store is full");
+    const stored = Object.freeze({
+      ...request,
+      capabilities: Object.freeze([...request.capabilities]),
+    });
+    this.#byPrincipal.set(request.principalId, stored);
+    this.#byUserCode.set(request.userCodeHash, request.principalId);
+  }
+
+  async getByUserCode(userCodeHash: string, now: number): Promise<PendingRequest | undefined> {
+    const principal = this.#byUserCode.get(userCodeHash);
+    return principal === undefined ? undefined : this.getByPrincipal(principal, now);
+  }
+
+  async getByPrincipal(principalId: string, now: number): Promise<PendingRequest | undefined> {
+    const pending = this.#byPrincipal.get(principalId);
+    return pending === undefined || pending.expiresAt <= now ? undefined : pending;
+  }
+
+  async delete(principalId: string, userCodeHash: string): Promise<void> {
+    const pending = this.#byPrincipal.get(principalId);
+    if (pending?.userCodeHash === userCodeHash) this.#remove(pending);
+  }
+
+  #remove(pending: PendingRequest): void {
+    this.#byPrincipal.delete(pending.principalId);
+    if (this.#byUserCode.get(pending.userCodeHash) === pending.principalId)
+      this.#byUserCode.delete(pending.userCodeHash);
+  }
+}

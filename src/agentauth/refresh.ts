@@ -1,0 +1,75 @@
+import type { ContextSource } from "../core/context.ts";
+import type { CapabilityRegistry } from "./capabilities.ts";
+import { effectiveStatus, type Grant, type GrantStore } from "./grants.ts";
+import type { CapabilityTokens, MintedToken } from "./token.ts";
+
+/** What `refreshCapabilityToken` needs besides the grants. */
+export interface RefreshTokenConfig {
+  readonly tokens: CapabilityTokens;
+  readonly registry: CapabilityRegistry;
+}
+
+/** A narrower token than the grant allows, if wanted. */
+export interface RefreshRequest {
+  /** A subset of the grant's capabilities. Default: all of them. */
+  readonly capabilities?: readonly string[];
+  /** The execute URL (default) or the `location` of a granted capability. */
+  readonly audience?: string;
+}
+
+export type RefreshResult =
+  | {
+      readonly ok: true;
+      readonly token: MintedToken;
+      readonly grant: Grant;
+      readonly capabilities: readonly string[];
+      readonly audience: string;
+    }
+  | {
+      readonly ok: false;
+      /** No active, unexpired grant covers what was asked; or the audience is no granted location. */
+      readonly reason: "no_active_grant" | "capability_not_granted" | "invalid_audience";
+    };
+
+/**
+ * Mints a fresh capability token for `principalId` from a grant re-read from
+ * the store that is still active and unexpired, without a new approval. It
+ * never creates a grant and never widens one. Call it only from a channel
+ * that has already authenticated `principalId` (the token endpoint's
+ * `client_credentials` grant, a session- or API-key-gated endpoint, a job):
+ * `ctx` is that channel's request or context, for the record only.
+ */
+export async function refreshCapabilityToken(
+  _ctx: ContextSource | undefined,
+  principalId: string,
+  grants: GrantStore,
+  tokenConfig: RefreshTokenConfig,
+  request: RefreshRequest = {},
+): Promise<RefreshResult> {
+  const { tokens, registry } = tokenConfig;
+  const now = tokens.now();
+  const wanted =
+    request.capabilities === undefined ? undefined : [...new Set(request.capabilities)];
+  const audience = request.audience ?? tokens.executeUrl;
+  const active = (await grants.listByPrincipal(principalId)).filter(
+    (grant) => grant.principalId === principalId && effectiveStatus(grant, now) === "active",
+  );
+  if (active.length === 0) return { ok: false, reason: "no_active_grant" };
+  const grant = active.find(
+    (candidate) =>
+      wanted === undefined || wanted.every((name) => candidate.capabilities.includes(name)),
+  );
+  if (grant === undefined) return { ok: false, reason: "capability_not_granted" };
+  let capabilities = wanted ?? [...grant.capabilities];
+  if (audience !== tokens.executeUrl) {
+    capabilities = capabilities.filter((name) => registry.get(name)?.location === audience);
+    if (capabilities.length === 0) return { ok: false, reason: "invalid_audience" };
+  }
+  const token = await tokens.mint({
+    principalId,
+    grantId: grant.grantId,
+    capabilities,
+    audience,
+  });
+  return { ok: true, token, grant, capabilities, audience };
+}

@@ -1,0 +1,68 @@
+import { withDeadline } from "../core/deadline.ts";
+import { StoreUnavailableError } from "../core/errors.ts";
+import type { CapabilityRegistry } from "./capabilities.ts";
+import type { AgentEvent, AgentEventListener } from "./events.ts";
+import type { GrantStore } from "./grants.ts";
+import type { PendingRequestStore } from "./pending.ts";
+import type { ReplayStore } from "./replay.ts";
+import type { CapabilityTokens } from "./token.ts";
+
+/** The absolute URLs agents are told about. */
+export interface AgentUrls {
+  readonly issuer: string;
+  readonly discovery: string;
+  readonly capabilities: string;
+  readonly execute: string;
+}
+
+/** What the agent handlers share; built once by `agentAuth`, or by hand. */
+export interface AgentRuntime {
+  readonly urls: AgentUrls;
+  readonly registry: CapabilityRegistry;
+  readonly tokens: CapabilityTokens;
+  readonly grants: GrantStore;
+  readonly replay: ReplayStore;
+  readonly pending: PendingRequestStore;
+  /** Runs a store call within the time limit; a failure or timeout throws `StoreUnavailableError`. */
+  readonly store: <T>(operation: () => Promise<T>) => Promise<T>;
+  readonly emit: (event: AgentEvent) => void;
+  readonly now: () => number;
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/** A bounded, fail-closed store caller. */
+export function storeCaller(
+  timeoutMs: number,
+  report: (error: unknown) => void,
+  timed = true,
+): <T>(operation: () => Promise<T>) => Promise<T> {
+  return async (operation) => {
+    try {
+      // Built-in memory stores answer within the call: no timer for them.
+      return timed
+        ? await withDeadline(operation(), timeoutMs, "an agent store")
+        : await operation();
+    } catch (error) {
+      try {
+        report(error);
+      } catch {
+        // A failing logger must not change the answer.
+      }
+      throw new StoreUnavailableError("an agent store failed or did not answer in time", {
+        cause: error,
+      });
+    }
+  };
+}
+
+/** Calls the listener, never letting it change the answer. */
+export function emitter(listener: AgentEventListener | undefined): (event: AgentEvent) => void {
+  if (listener === undefined) return () => {};
+  return (event) => {
+    try {
+      listener(Object.freeze(event));
+    } catch {
+      // Events are observations; a failing listener must not fail the request.
+    }
+  };
+}

@@ -1,0 +1,124 @@
+import { InvalidOptionsError, JwtInvalidError } from "../core/errors.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import type { KeySet } from "../jwt/keys.ts";
+import { jwtSigner } from "../jwt/sign.ts";
+import { type JwtClaims, jwtVerifier } from "../jwt/verify.ts";
+
+/** The `typ` of capability tokens: our own, so no other JWT is ever taken for one. */
+export const CAPABILITY_TOKEN_TYPE = "portcullis-capability+jwt";
+
+export interface CapabilityTokenOptions {
+  /** Signing and verification keys (EdDSA or ES256 by default; HS256 only if imported so). */
+  readonly keys: KeySet;
+  /** The issuer: the service's absolute base URL. */
+  readonly issuer: string;
+  /** The execute endpoint's absolute URL: the default audience. */
+  readonly executeUrl: string;
+  /** Token lifetime. Default 120 (the spec recommends about two minutes). */
+  readonly ttlSeconds?: number;
+  /** Default 5, at most 30. */
+  readonly clockToleranceSeconds?: number;
+  /** Milliseconds since the epoch. Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+export interface MintInput {
+  readonly principalId: string;
+  readonly grantId: string;
+  readonly capabilities: readonly string[];
+  /** Default the execute URL; a capability's `location` for `resolveSession`. */
+  readonly audience?: string;
+}
+
+export interface MintedToken {
+  readonly token: string;
+  readonly jti: string;
+  readonly expiresIn: number;
+  /** Seconds since the epoch. */
+  readonly expiresAt: number;
+}
+
+/** The claims of a verified capability token. */
+export interface CapabilityClaims extends JwtClaims {
+  readonly client_id: string;
+  readonly grant_id: string;
+  readonly capabilities: readonly string[];
+  readonly scope: string;
+}
+
+/** Mints and verifies capability tokens; build once (keys are bound here). */
+export interface CapabilityTokens {
+  readonly issuer: string;
+  readonly executeUrl: string;
+  readonly ttlSeconds: number;
+  readonly clockToleranceSeconds: number;
+  readonly now: () => number;
+  mint(input: MintInput): Promise<MintedToken>;
+  /** Rejects with `JwtInvalidError` unless the token is a valid capability token for `audience`. */
+  verify(token: string, audience: string): Promise<CapabilityClaims>;
+}
+
+export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTokens {
+  rejectUnknownKeys("capabilityTokens", options, [
+    "keys",
+    "issuer",
+    "executeUrl",
+    "ttlSeconds",
+    "clockToleranceSeconds",
+    "now",
+  ]);
+  const ttlSeconds = options.ttlSeconds ?? 120;
+  if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < 1 || ttlSeconds > 3600)
+    throw new InvalidOptionsError(
+      "capabilityTokens: ttlSeconds must be a whole number from 1 to 3600",
+    );
+  if (typeof options.executeUrl !== "string" || !URL.canParse(options.executeUrl))
+    throw new InvalidOptionsError("capabilityTokens: executeUrl must be an absolute URL");
+  const now = options.now ?? Date.now;
+  const clockToleranceSeconds = options.clockToleranceSeconds ?? 5;
+  const common = { keys: options.keys, typ: CAPABILITY_TOKEN_TYPE, issuer: options.issuer, now };
+  const sign = jwtSigner({ ...common, ttlSeconds });
+  const verifyJwt = jwtVerifier({ ...common, clockToleranceSeconds });
+  const executeUrl = options.executeUrl;
+
+  return Object.freeze({
+    issuer: options.issuer,
+    executeUrl,
+    ttlSeconds,
+    clockToleranceSeconds,
+    now,
+    async mint(input: MintInput): Promise<MintedToken> {
+      const capabilities = [...input.capabilities];
+      const signed = await sign({
+        subject: input.principalId,
+        audience: input.audience ?? executeUrl,
+        claims: {
+          client_id: input.principalId,
+          grant_id: input.grantId,
+          capabilities,
+          scope: capabilities.join(" "),
+        },
+      });
+      return {
+        token: signed.token,
+        jti: signed.jti,
+        expiresIn: signed.expiresAt - signed.issuedAt,
+        expiresAt: signed.expiresAt,
+      };
+    },
+    async verify(token: string, audience: string): Promise<CapabilityClaims> {
+      const { claims } = await verifyJwt(token, { audience });
+      const { client_id, grant_id, capabilities } = claims as Partial<CapabilityClaims>;
+      if (
+        typeof client_id !== "string" ||
+        client_id !== claims.sub ||
+        typeof grant_id !== "string" ||
+        grant_id === "" ||
+        !Array.isArray(capabilities) ||
+        capabilities.some((name) => typeof name !== "string")
+      )
+        throw new JwtInvalidError("claims", "the capability claims are malformed");
+      return claims as CapabilityClaims;
+    },
+  });
+}
