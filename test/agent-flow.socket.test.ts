@@ -354,6 +354,20 @@ describe("an agent, end to end over the socket", () => {
     expect(wrong.status).toBe(401);
   });
 
+  it("never lets a capability token authenticate anything outside the agent endpoints", async () => {
+    const { tokens } = await approvedAgent("read_notes");
+    const home = await fetch(`${issuer}/`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(home.status).toBe(401);
+    const list = await fetch(`${issuer}/capability/list`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(list.status).toBe(401);
+    // Unused by those refusals: it still executes once.
+    expect((await execute(tokens.access_token, "read_notes")).status).toBe(200);
+  });
+
   it("builds discovery URLs from the issuer, never from Host or X-Forwarded-*", async () => {
     const spoofed = await fetch(`${issuer}/.well-known/agent-configuration`, {
       headers: {

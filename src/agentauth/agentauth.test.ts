@@ -1,0 +1,538 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { bindAuthentication, createAuthentication } from "../core/authentication.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { generateKeySet, type KeySet } from "../jwt/keys.ts";
+import { jwtSigner } from "../jwt/sign.ts";
+import { MemoryClientStore } from "../oauth2/clients.ts";
+import { type AgentAuth, type AgentAuthOptions, agentAuth } from "./agent-auth.ts";
+import { type CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
+import type { AgentEvent } from "./events.ts";
+import { type Grant, MemoryGrantStore } from "./grants.ts";
+import { refreshCapabilityToken } from "./refresh.ts";
+import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
+import type { AgentSession } from "./session.ts";
+
+const ISSUER = "https://agents.example";
+const EXECUTE = `${ISSUER}/capability/execute`;
+const DAY = 86_400_000;
+
+let keys: KeySet;
+let t: number;
+let calls: { name: string; args: unknown; session: AgentSession }[];
+let events: AgentEvent[];
+
+const handler =
+  (name: string) =>
+  (args: unknown, session: AgentSession): unknown => {
+    calls.push({ name, args, session });
+    return { ran: name };
+  };
+
+function definitions(): CapabilityDefinition[] {
+  return [
+    { name: "a", description: "A.", handler: handler("a") },
+    { name: "b", description: "B.", handler: handler("b") },
+    { name: "c", description: "C.", handler: handler("c") },
+    { name: "d", description: "D.", handler: handler("d") },
+    {
+      name: "typed",
+      description: "Takes a count.",
+      input: {
+        type: "object",
+        properties: { count: { type: "integer", minimum: 1 }, tags: { type: "object" } },
+        required: ["count"],
+        additionalProperties: false,
+      },
+      handler: handler("typed"),
+    },
+    { name: "free", description: "Takes anything.", handler: handler("free") },
+    {
+      name: "boom",
+      description: "Fails.",
+      handler: () => {
+        throw new Error("secret database detail");
+      },
+    },
+    { name: "remote", description: "Elsewhere.", location: `${ISSUER}/remote` },
+  ];
+}
+
+async function setup(overrides: Partial<AgentAuthOptions> = {}): Promise<AgentAuth> {
+  return agentAuth({
+    issuer: ISSUER,
+    capabilities: definitions(),
+    clients: new MemoryClientStore(),
+    keys,
+    now: () => t,
+    onEvent: (event) => events.push(event),
+    onError: () => {},
+    onStoreError: () => {},
+    ...overrides,
+  });
+}
+
+async function grant(
+  agents: AgentAuth,
+  capabilities: string[],
+  principalId = "agent-1",
+): Promise<Grant> {
+  const created: Grant = {
+    grantId: `g-${Math.random().toString(36).slice(2)}`,
+    principalId,
+    status: "active",
+    capabilities,
+    approvedBy: "alice",
+    createdAt: t,
+    expiresAt: t + DAY,
+  };
+  await agents.runtime.grants.create(created);
+  return created;
+}
+
+async function token(agents: AgentAuth, g: Grant, capabilities: string[], audience?: string) {
+  return (
+    await agents.runtime.tokens.mint({
+      principalId: g.principalId,
+      grantId: g.grantId,
+      capabilities,
+      ...(audience === undefined ? {} : { audience }),
+    })
+  ).token;
+}
+
+async function execute(
+  agents: AgentAuth,
+  bearer: string | undefined,
+  body: unknown,
+  init: { type?: string; raw?: string } = {},
+) {
+  const response = await agents.execute(
+    new Request(EXECUTE, {
+      method: "POST",
+      headers: {
+        "content-type": init.type ?? "application/json",
+        ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }),
+      },
+      body: init.raw ?? JSON.stringify(body),
+    }),
+  );
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
+}
+
+beforeEach(async () => {
+  keys ??= await generateKeySet();
+  t = Date.now();
+  calls = [];
+  events = [];
+});
+
+describe("execute: token ∩ grant", () => {
+  it("refuses a capability in the token but not the grant, and one in the grant but not the token", async () => {
+    const agents = await setup();
+    const narrowGrant = await grant(agents, ["a"]);
+    const inTokenOnly = await execute(agents, await token(agents, narrowGrant, ["a", "b"]), {
+      capability: "b",
+    });
+    expect([inTokenOnly.status, inTokenOnly.body.error]).toEqual([403, "capability_not_granted"]);
+    const wideGrant = await grant(agents, ["a", "b"]);
+    const inGrantOnly = await execute(agents, await token(agents, wideGrant, ["a"]), {
+      capability: "b",
+    });
+    expect([inGrantOnly.status, inGrantOnly.body.error]).toEqual([403, "capability_not_granted"]);
+    expect(calls).toHaveLength(0);
+  });
+
+  it("hands the handler a session whose capabilities are exactly the intersection", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["b", "c", "d"]);
+    const ok = await execute(agents, await token(agents, g, ["a", "b", "c"]), { capability: "b" });
+    expect([ok.status, ok.body]).toEqual([200, { data: { ran: "b" } }]);
+    expect(calls[0]?.session).toMatchObject({
+      principalId: "agent-1",
+      grantId: g.grantId,
+      approvedBy: "alice",
+      capabilities: ["b", "c"],
+    });
+    expect(Object.keys(calls[0]?.session ?? {}).sort()).toEqual(
+      ["approvedBy", "capabilities", "expiresAt", "grantId", "principalId", "tokenId"].sort(),
+    );
+  });
+
+  it("answers an unknown capability 404 only after authentication", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["a"]);
+    expect((await execute(agents, undefined, { capability: "nope" })).status).toBe(401);
+    expect((await execute(agents, "not.a.token", { capability: "nope" })).body.error).toBe(
+      "invalid_jwt",
+    );
+    const found = await execute(agents, await token(agents, g, ["a"]), { capability: "nope" });
+    expect([found.status, found.body.error]).toEqual([404, "capability_not_found"]);
+  });
+
+  it("never dispatches a capability with a location", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["remote"]);
+    const answer = await execute(agents, await token(agents, g, ["remote"]), {
+      capability: "remote",
+    });
+    expect([answer.status, answer.body.error, answer.body.location]).toEqual([
+      400,
+      "wrong_location",
+      `${ISSUER}/remote`,
+    ]);
+  });
+});
+
+describe("execute: grants", () => {
+  it("refuses revoked grants, wholly or per capability, and revocation is idempotent and permanent", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["a", "b"]);
+    await agents.revoke(g.grantId, ["b"]);
+    await agents.revoke(g.grantId, ["b"]);
+    expect(
+      (await execute(agents, await token(agents, g, ["a", "b"]), { capability: "b" })).body.error,
+    ).toBe("capability_not_granted");
+    expect(
+      (await execute(agents, await token(agents, g, ["a", "b"]), { capability: "a" })).status,
+    ).toBe(200);
+    await agents.revoke(g.grantId);
+    const revoked = await execute(agents, await token(agents, g, ["a"]), { capability: "a" });
+    expect([revoked.status, revoked.body.error]).toEqual([403, "grant_revoked"]);
+    expect(events.filter((e) => e.type === "grant.revoked")).toHaveLength(2);
+    const refreshed = await agents.refresh("agent-1");
+    expect(refreshed).toEqual({ ok: false, reason: "no_active_grant" });
+  });
+
+  it("expires a grant at exactly 24 hours", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["a"]);
+    t += DAY - 1;
+    expect((await execute(agents, await token(agents, g, ["a"]), { capability: "a" })).status).toBe(
+      200,
+    );
+    t += 1;
+    const expired = await execute(agents, await token(agents, g, ["a"]), { capability: "a" });
+    expect([expired.status, expired.body.error]).toEqual([403, "grant_expired"]);
+    expect(await agents.refresh("agent-1")).toEqual({ ok: false, reason: "no_active_grant" });
+  });
+
+  it("refuses a token whose grant belongs to another agent", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["a"], "agent-2");
+    const forged = await agents.runtime.tokens.mint({
+      principalId: "agent-1",
+      grantId: g.grantId,
+      capabilities: ["a"],
+    });
+    expect((await execute(agents, forged.token, { capability: "a" })).body.error).toBe(
+      "grant_revoked",
+    );
+  });
+});
+
+describe("execute: tokens", () => {
+  it("refuses a replayed token, an expired one, and one for another audience or of another type", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["a"]);
+    const once = await token(agents, g, ["a"]);
+    expect((await execute(agents, once, { capability: "a" })).status).toBe(200);
+    expect((await execute(agents, once, { capability: "a" })).body.error).toBe("invalid_jwt");
+    const old = await token(agents, g, ["a"]);
+    t += 126_000; // 120 s lifetime + 5 s tolerance
+    expect((await execute(agents, old, { capability: "a" })).body.error).toBe("invalid_jwt");
+    t = Date.now();
+    expect(
+      (
+        await execute(agents, await token(agents, g, ["a"], `${ISSUER}/remote`), {
+          capability: "a",
+        })
+      ).body.error,
+    ).toBe("invalid_jwt");
+    // Same keys, same issuer, another typ: an access token of some other kind.
+    const other = await jwtSigner({ keys, typ: "at+jwt", issuer: ISSUER })({
+      subject: "agent-1",
+      audience: EXECUTE,
+      claims: { grant_id: g.grantId, client_id: "agent-1", capabilities: ["a"] },
+    });
+    expect((await execute(agents, other.token, { capability: "a" })).body.error).toBe(
+      "invalid_jwt",
+    );
+    expect(calls).toHaveLength(1);
+  });
+
+  it("fails closed with 503 when the replay store throws or stalls, without running the handler", async () => {
+    const throwing: ReplayStore = { setIfAbsent: () => Promise.reject(new Error("down")) };
+    const stalled: ReplayStore = { setIfAbsent: () => new Promise(() => {}) };
+    for (const replay of [throwing, stalled]) {
+      const agents = await setup({ stores: { replay }, storeTimeoutMs: 50 });
+      const g = await grant(agents, ["a"]);
+      const started = Date.now();
+      const answer = await execute(agents, await token(agents, g, ["a"]), { capability: "a" });
+      expect([answer.status, answer.body.error]).toEqual([503, "temporarily_unavailable"]);
+      expect(Date.now() - started).toBeLessThan(1000);
+    }
+    expect(calls).toHaveLength(0);
+  });
+
+  it("fails closed when the memory replay store is full of live ids, never forgetting one", async () => {
+    const agents = await setup({ stores: { replay: new MemoryReplayStore({ maxEntries: 2 }) } });
+    const g = await grant(agents, ["a"]);
+    expect((await execute(agents, await token(agents, g, ["a"]), { capability: "a" })).status).toBe(
+      200,
+    );
+    expect((await execute(agents, await token(agents, g, ["a"]), { capability: "a" })).status).toBe(
+      200,
+    );
+    expect((await execute(agents, await token(agents, g, ["a"]), { capability: "a" })).status).toBe(
+      503,
+    );
+    t += 200_000;
+    expect((await execute(agents, await token(agents, g, ["a"]), { capability: "a" })).status).toBe(
+      200,
+    );
+  });
+});
+
+describe("execute: arguments and bodies", () => {
+  it("never lets arguments that fail the schema reach the handler", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["typed", "free"]);
+    const cases: [string, unknown][] = [
+      ["typed", { count: 0 }],
+      ["typed", { count: "3" }],
+      ["typed", {}],
+      ["typed", { count: 1, extra: true }],
+    ];
+    for (const [capability, args] of cases) {
+      const answer = await execute(agents, await token(agents, g, ["typed", "free"]), {
+        capability,
+        arguments: args,
+      });
+      expect([answer.status, answer.body.error], JSON.stringify(args)).toEqual([
+        400,
+        "invalid_request",
+      ]);
+      expect(Array.isArray(answer.body.errors)).toBe(true);
+    }
+    const raw = [
+      '{"capability":"typed","arguments":{"count":1,"tags":{"__proto__":{"admin":true}}}}',
+      '{"capability":"free","arguments":{"__proto__":{"admin":true}}}',
+      '{"capability":"free","arguments":{"x":{"constructor":{"prototype":{"admin":true}}}}}',
+    ];
+    for (const body of raw) {
+      const answer = await execute(agents, await token(agents, g, ["typed", "free"]), undefined, {
+        raw: body,
+      });
+      expect([answer.status, answer.body.error], body).toEqual([400, "invalid_request"]);
+      expect(JSON.stringify(answer.body.errors)).toMatch(/__proto__|constructor/);
+    }
+    expect(calls).toHaveLength(0);
+    const ok = await execute(agents, await token(agents, g, ["typed"]), {
+      capability: "typed",
+      arguments: { count: 2 },
+    });
+    expect(ok.status).toBe(200);
+    expect(calls[0]?.args).toEqual({ count: 2 });
+  });
+
+  it("answers malformed bodies precisely", async () => {
+    const agents = await setup({ maxBodyBytes: 1024 });
+    const g = await grant(agents, ["a"]);
+    const mint = () => token(agents, g, ["a"]);
+    expect(
+      (
+        await execute(agents, await mint(), undefined, {
+          raw: "x=1",
+          type: "application/x-www-form-urlencoded",
+        })
+      ).status,
+    ).toBe(415);
+    expect(
+      (
+        await execute(agents, await mint(), undefined, {
+          raw: `{"capability":"a","pad":"${"x".repeat(2000)}"}`,
+        })
+      ).status,
+    ).toBe(413);
+    for (const raw of [
+      "{",
+      "[]",
+      '"a"',
+      '{"capability":7}',
+      '{"capability":"a","arguments":[1]}',
+    ]) {
+      const answer = await execute(agents, await mint(), undefined, { raw });
+      expect([answer.status, answer.body.error], raw).toEqual([400, "invalid_request"]);
+    }
+    const get = await agents.execute(new Request(EXECUTE));
+    expect(get.status).toBe(405);
+  });
+
+  it("answers a throwing handler 500 internal_error with a fixed message", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["boom"]);
+    const answer = await execute(agents, await token(agents, g, ["boom"]), { capability: "boom" });
+    expect(answer.status).toBe(500);
+    expect(answer.body).toEqual({ error: "internal_error", message: "the capability failed" });
+    expect(events.at(-1)).toMatchObject({
+      type: "capability.executed",
+      outcome: "error",
+      capability: "boom",
+    });
+  });
+});
+
+describe("resolveSession", () => {
+  it("ignores bearer tokens of other types, refuses other audiences, and binds the session", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["remote", "a"]);
+    const guard = agents.resolveSession(`${ISSUER}/remote`);
+    const behind = guard(async () => new Response("served"));
+    const call = (authorization?: string, human?: string) => {
+      const request = new Request(`${ISSUER}/remote`, {
+        headers: authorization === undefined ? {} : { authorization },
+      });
+      if (human !== undefined) bindAuthentication(request, createAuthentication(human));
+      return behind(request);
+    };
+    const foreign = await jwtSigner({ keys, typ: "at+jwt", issuer: ISSUER })({
+      subject: "x",
+      audience: `${ISSUER}/remote`,
+    });
+    const ignored = await call(`Bearer ${foreign.token}`);
+    expect([ignored.status, ((await ignored.json()) as { error: string }).error]).toEqual([
+      401,
+      "authentication_required",
+    ]);
+    expect((await call(`Bearer ${foreign.token}`, "alice")).status).toBe(200);
+    const forExecute = await call(`Bearer ${await token(agents, g, ["remote"])}`);
+    expect(((await forExecute.json()) as { error: string }).error).toBe("invalid_jwt");
+    const good = await token(agents, g, ["remote"], `${ISSUER}/remote`);
+    expect((await call(`Bearer ${good}`)).status).toBe(200);
+    expect((await call(`Bearer ${good}`)).status).toBe(401);
+  });
+});
+
+describe("refreshCapabilityToken", () => {
+  it("mints only from an active grant, never wider, never creating one", async () => {
+    const agents = await setup();
+    const grants = new MemoryGrantStore();
+    const config = { tokens: agents.runtime.tokens, registry: agents.runtime.registry };
+    expect(await refreshCapabilityToken(undefined, "agent-1", grants, config)).toEqual({
+      ok: false,
+      reason: "no_active_grant",
+    });
+    expect(await grants.listByPrincipal("agent-1")).toEqual([]);
+    const g: Grant = {
+      grantId: "g1",
+      principalId: "agent-1",
+      status: "active",
+      capabilities: ["a", "b"],
+      approvedBy: "alice",
+      createdAt: t,
+      expiresAt: t + DAY,
+    };
+    await grants.create(g);
+    const narrow = await refreshCapabilityToken(undefined, "agent-1", grants, config, {
+      capabilities: ["a"],
+    });
+    expect(narrow.ok && narrow.capabilities).toEqual(["a"]);
+    expect(
+      await refreshCapabilityToken(undefined, "agent-1", grants, config, {
+        capabilities: ["a", "c"],
+      }),
+    ).toEqual({
+      ok: false,
+      reason: "capability_not_granted",
+    });
+    expect(await refreshCapabilityToken(undefined, "agent-2", grants, config)).toEqual({
+      ok: false,
+      reason: "no_active_grant",
+    });
+  });
+});
+
+describe("capabilities", () => {
+  it("throw when the registry is built badly", () => {
+    const ok = { name: "ok", description: "Fine.", handler: () => 1 };
+    const bad: unknown[][] = [
+      [],
+      [ok, ok],
+      [{ ...ok, name: "Bad-Name" }],
+      [{ ...ok, name: "" }],
+      [{ ...ok, location: `${ISSUER}/x` }],
+      [{ name: "n", description: "No handler." }],
+      [{ ...ok, description: "" }],
+      [{ ...ok, handler: undefined, location: "http://example.com/x" }],
+      [{ ...ok, input: { type: "objekt" } }],
+      [{ ...ok, input: { $ref: "https://example.com/schema.json" } }],
+      [{ ...ok, input: { $schema: "https://example.com/my-draft" } }],
+      [{ ...ok, input: "not a schema" }],
+      [{ ...ok, input: { type: "object", properties: { f: { default: () => 1 } } } }],
+      [{ ...ok, inputs: {} }],
+    ];
+    for (const definitions of bad) {
+      expect(
+        () => new CapabilityRegistry(definitions as never),
+        JSON.stringify(definitions),
+      ).toThrow(InvalidOptionsError);
+    }
+    const registry = new CapabilityRegistry([
+      { ...ok, name: "zeta" },
+      {
+        ...ok,
+        name: "alpha",
+        input: {
+          type: "object",
+          $defs: { n: { type: "integer" } },
+          properties: { x: { $ref: "#/$defs/n" } },
+        },
+      },
+    ]);
+    expect(registry.all().map((c) => c.name)).toEqual(["alpha", "zeta"]);
+    expect(registry.get("alpha")?.check({ x: "no" })).toHaveLength(1);
+    expect(registry.get("alpha")?.check({ x: 1 })).toEqual([]);
+  });
+
+  it("validate against a frozen copy: changing the caller's schema later changes nothing", () => {
+    const input = { type: "object", properties: { n: { type: "integer" } } } as Record<
+      string,
+      unknown
+    >;
+    const registry = new CapabilityRegistry([
+      { name: "x", description: "X.", input, handler: () => 1 },
+    ]);
+    (input.properties as Record<string, unknown>).n = { type: "string" };
+    expect(registry.get("x")?.check({ n: 1 })).toEqual([]);
+  });
+});
+
+describe("agentAuth options", () => {
+  it("throw when misconfigured", async () => {
+    const base = {
+      issuer: ISSUER,
+      capabilities: definitions(),
+      clients: new MemoryClientStore(),
+      keys,
+    };
+    for (const bad of [
+      { issuer: "http://agents.example" },
+      { pathz: {} },
+      { paths: { execut: "/x" } },
+      { stores: { grant: new MemoryGrantStore() } },
+      { stores: { replay: {} } },
+      { grantTtlSeconds: 0 },
+      { tokenTtlSeconds: 0 },
+      { onEvent: "log" },
+    ]) {
+      await expect(
+        agentAuth({ ...base, ...bad } as never),
+        JSON.stringify(Object.keys(bad)),
+      ).rejects.toThrow(InvalidOptionsError);
+    }
+  });
+});
