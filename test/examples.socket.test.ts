@@ -22,7 +22,7 @@ async function startExample(framework: string): Promise<{ child: ChildProcess; b
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
-      if (/Portcullis (example listening )?on/.test(output)) resolve();
+      if (/Portcullis[^\n]* on /.test(output)) resolve();
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
@@ -136,57 +136,77 @@ describe.each(["express", "fastify", "koa", "node"])(
   },
 );
 
-describe("the device flow of the Hono example (npm start), over a socket", () => {
+/** Runs an example client script and collects what it prints. */
+function runClient(script: string, base: string) {
+  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script, base], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const run = {
+    child,
+    output: "",
+    exited: new Promise<number | null>((resolve) => child.on("exit", resolve)),
+  };
+  const collect = (chunk: Buffer) => {
+    run.output += chunk.toString("utf8");
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  return run;
+}
+
+async function printedCode(run: ReturnType<typeof runClient>): Promise<string> {
+  const pattern = /enter the code ([A-Z]{4}-[A-Z]{4})/;
+  while (!pattern.test(run.output)) {
+    if (run.child.exitCode !== null) throw new Error(run.output);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return pattern.exec(run.output)?.[1] as string;
+}
+
+/** Signs alice in through GET /csrf and POST /login; answers her session cookie. */
+async function signIn(base: string): Promise<string> {
+  const csrf = await fetch(`${base}/csrf`);
+  const { token, headerName } = (await csrf.json()) as { token: string; headerName: string };
+  const signedIn = await fetch(`${base}/login`, {
+    method: "POST",
+    headers: {
+      cookie: sessionCookie(csrf) as string,
+      [headerName]: token,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({ username: "alice", password: "demo-alice" }),
+    redirect: "manual",
+  });
+  return sessionCookie(signedIn) as string;
+}
+
+function formToken(html: string): string {
+  return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
+}
+
+describe("the device-flow example, over a socket", () => {
   let child: ChildProcess | undefined;
-  let device: ChildProcess | undefined;
+  let device: ReturnType<typeof runClient> | undefined;
   let base = "";
 
   beforeAll(async () => {
-    ({ child, base } = await startExample("hono"));
+    ({ child, base } = await startExample("device"));
   }, 60_000);
 
   afterAll(() => {
     child?.kill();
-    device?.kill();
+    device?.child.kill();
   });
 
   it("signs the demo device in as the human who approves its code at /device", async () => {
-    device = spawn(
-      process.execPath,
-      ["--conditions=source", "--import", "tsx", "examples/device/device.ts", base],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let output = "";
-    device.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    device.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    const exited = new Promise<number | null>((resolve) => device?.on("exit", resolve));
-    while (!/enter the code ([A-Z]{4}-[A-Z]{4})/.test(output)) {
-      if (device.exitCode !== null) throw new Error(output);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const userCode = /enter the code ([A-Z]{4}-[A-Z]{4})/.exec(output)?.[1] as string;
-
-    const csrf = await fetch(`${base}/csrf`);
-    const { token, headerName } = (await csrf.json()) as { token: string; headerName: string };
-    const signedIn = await fetch(`${base}/login`, {
-      method: "POST",
-      headers: {
-        cookie: sessionCookie(csrf) as string,
-        [headerName]: token,
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({ username: "alice", password: "demo-alice" }),
-    });
-    const cookie = sessionCookie(signedIn) as string;
+    device = runClient("examples/device/device.ts", base);
+    const userCode = await printedCode(device);
+    const cookie = await signIn(base);
     const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain(`value="${userCode}"`);
-    const formToken = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
     // Without a session the approval is refused by the chain.
     const anonymous = await fetch(`${base}/device/approve`, {
       method: "POST",
@@ -198,13 +218,78 @@ describe("the device flow of the Hono example (npm start), over a socket", () =>
       method: "POST",
       headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({
-        _csrf: formToken,
+        _csrf: formToken(html),
         user_code: userCode,
         action: "approve",
       }).toString(),
     });
     expect(approved.status).toBe(200);
-    expect(await exited).toBe(0);
-    expect(output).toContain("Signed in as alice");
+    expect(await device.exited).toBe(0);
+    expect(device.output).toContain("Signed in as alice");
   }, 30_000);
+});
+
+describe("the agent demo against the Hono example (npm start), over a socket", () => {
+  let child: ChildProcess | undefined;
+  let agent: ReturnType<typeof runClient> | undefined;
+  let base = "";
+
+  beforeAll(async () => {
+    ({ child, base } = await startExample("hono"));
+  }, 60_000);
+
+  afterAll(() => {
+    child?.kill();
+    agent?.child.kill();
+  });
+
+  it("runs the whole agent flow: approval by code, single-use tokens, refresh, a location, revocation", async () => {
+    agent = runClient("examples/agent/agent.ts", base);
+    const userCode = await printedCode(agent);
+    const cookie = await signIn(base);
+    const entry = await (
+      await fetch(`${base}/agent/approve?user_code=${userCode}`, { headers: { cookie } })
+    ).text();
+    const review = await fetch(`${base}/agent/review`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
+    });
+    expect(review.status).toBe(200);
+    const reviewed = await review.text();
+    expect(reviewed).toContain("Demo notes agent");
+    expect(reviewed).toContain("add_note");
+    const approved = await fetch(`${base}/agent/approve`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        _csrf: formToken(reviewed),
+        user_code: userCode,
+        action: "approve",
+      }).toString(),
+    });
+    expect(approved.status).toBe(200);
+    expect(await agent.exited).toBe(0);
+    expect(agent.output).toContain('add_note: 200 {"data":{"count":1}}');
+    expect(agent.output).toContain("the same token again: 401");
+    expect(agent.output).toContain("list_notes: 200");
+    expect(agent.output).toContain("export_notes: 200");
+
+    const mine = await (await fetch(`${base}/agents`, { headers: { cookie } })).text();
+    expect(mine).toContain("demo-agent");
+    const grantId = /name="grant_id" value="([^"]+)"/.exec(mine)?.[1] as string;
+    const revoked = await fetch(`${base}/agents/revoke`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: formToken(mine), grant_id: grantId }).toString(),
+      redirect: "manual",
+    });
+    expect(revoked.status).toBe(303);
+    const refresh = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=demo-agent&client_secret=demo-agent-secret",
+    });
+    expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
+  }, 40_000);
 });

@@ -21,8 +21,9 @@ import {
   sessions,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
+import { agentSessionFrom } from "portcullis/agentauth";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
-import { createDeviceFlow } from "./device-flow.ts";
+import { createAgents, notes } from "./agents.ts";
 
 const { match, routes } = authz;
 
@@ -61,7 +62,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
 
   const issuer = options.issuer ?? "http://127.0.0.1:3000";
-  const deviceFlow = await createDeviceFlow(issuer);
+  const agents = await createAgents(issuer);
 
   const app = new Hono();
   app.get("/public/hello", (c) => c.json({ message: "hello, whoever you are" }));
@@ -84,11 +85,36 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name }),
   );
 
-  // The page where a signed-in human approves a device by its user code.
-  app.get("/device", async (c) =>
-    c.html(devicePage(await csrfToken(c), c.req.query("user_code") ?? "")),
+  // Agents: a signed-in human enters the code an agent shows, reviews what it asks for, decides.
+  app.get("/agent/approve", async (c) =>
+    c.html(agentCodePage(await csrfToken(c), c.req.query("user_code") ?? "")),
   );
-  app.post("/device/approve", (c) => deviceFlow.approve(c.req.raw));
+  app.post("/agent/review", async (c) => {
+    const form = await c.req.formData();
+    const described = await agents.describe(c.req.raw, form.get("user_code"));
+    return c.html(agentReviewPage(await csrfToken(c), described), described.ok ? 200 : 400);
+  });
+  app.post("/agent/approve", (c) => agents.approve(c.req.raw));
+  // "Agents I have approved", with revoke buttons.
+  app.get("/agents", async (c) => {
+    const grants = await agents.grantsApprovedBy(mustAuthentication(c).name);
+    return c.html(grantsPage(await csrfToken(c), grants));
+  });
+  app.post("/agents/revoke", async (c) => {
+    const grantId = String((await c.req.formData()).get("grant_id") ?? "");
+    const mine = await agents.grantsApprovedBy(mustAuthentication(c).name);
+    if (mine.some((grant) => grant.grantId === grantId)) await agents.revoke(grantId);
+    return c.redirect("/agents", 303);
+  });
+  // A capability served at its own location: only a token minted for this URL opens it.
+  const exportGuard = agents.resolveSession(`${issuer}/exports/notes`);
+  app.get("/exports/notes", (c) =>
+    exportGuard(async (request) => {
+      const session = agentSessionFrom(request);
+      const text = notes.map((note) => `${note.by}: ${note.text}`).join("\n");
+      return new Response(`exported for ${session?.principalId}\n${text}\n`);
+    })(c.req.raw),
+  );
 
   // Integration pattern 2: a literal role guard on the framework's route group.
   const admin = new Hono();
@@ -100,7 +126,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
   // The OAuth endpoints answer first; every other path goes to the router.
   const router: Handler = async (request, ...rest) =>
-    (await deviceFlow.server.route(request)) ?? app.fetch(request, ...rest);
+    (await agents.route(request)) ?? app.fetch(request, ...rest);
   return newHandler(router, {
     headers: securityHeaders(),
     cors: cors({ origin: corsOrigin, credentials: true }),
@@ -115,6 +141,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
           windowMs: 60_000,
         },
         { name: "oauth", match: "/oauth/**", limit: 60, windowMs: 60_000 },
+        { name: "execute", match: "/capability/**", limit: 120, windowMs: 60_000 },
         {
           name: "login",
           match: "/login",
@@ -130,7 +157,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       ...(options.sessionStore ? { store: options.sessionStore } : {}),
     }),
     // HTTP Basic stays available for API calls; without credentials a request goes on as anonymous.
-    authentication: basicAuth({ credentials, realm: "portcullis example", required: false }),
+    // Agents list capabilities with their own API key; humans may use HTTP Basic.
+    authentication: [
+      agents.authenticator,
+      basicAuth({ credentials, realm: "portcullis example", required: false }),
+    ],
     // The CORS origin may send state-changing requests too, still with a token.
     csrf: csrf({ trustedOrigins: [corsOrigin] }),
     login: login({
@@ -146,13 +177,20 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/").authenticated(),
         match("GET", "/staff/**").hasRole("STAFF"),
         match("GET", "/admin/**").authenticated(), // the route group's guard asks for ADMIN
-        // OAuth: devices authenticate themselves as clients at these endpoints.
+        // Agents: discovery and OAuth are public (clients authenticate themselves there);
+        // the list answers 401 itself; execute and the location check the capability token.
+        match("GET", "/.well-known/agent-configuration").permitAll(),
         match("GET", "/.well-known/oauth-authorization-server").permitAll(),
         match("GET", "/.well-known/jwks.json").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),
         match("POST", "/oauth/token").permitAll(),
-        match("GET", "/device").authenticated(),
-        match("POST", "/device/approve").authenticated(),
+        match("GET", "/capability/list").permitAll(),
+        match("POST", "/capability/execute").permitAll(),
+        match("GET", "/exports/notes").permitAll(),
+        // The human side: ordinary signed-in pages with CSRF-protected forms.
+        match(["GET", "POST"], "/agent/**").authenticated(),
+        match(["GET", "POST"], "/agents/**").authenticated(),
+        match("GET", "/agents").authenticated(),
         // Anything else, including paths the router has no route for, is denied.
       ],
       { hierarchy: "ADMIN > STAFF > USER" },
@@ -180,18 +218,73 @@ ${failed ? '<p id="error" role="alert">Wrong username or password.</p>' : ""}
 </body></html>`;
 }
 
-function devicePage(token: string, userCode: string): string {
+function agentCodePage(token: string, userCode: string): string {
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Approve a device · Portcullis example</title></head>
+<html lang="en"><head><meta charset="utf-8"><title>Approve an agent · Portcullis example</title></head>
 <body>
-<h1>Approve a device</h1>
-<p>Enter the code your device shows. Approving signs the device in as you.</p>
-<form method="post" action="/device/approve">
+<h1>Approve an agent</h1>
+<p>Enter the code the agent shows.</p>
+<form method="post" action="/agent/review">
   <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
   <label>Code <input name="user_code" value="${escapeHtml(userCode)}" autocomplete="off" required></label>
+  <button type="submit">Continue</button>
+</form>
+</body></html>`;
+}
+
+function agentReviewPage(
+  token: string,
+  described: Awaited<ReturnType<Awaited<ReturnType<typeof createAgents>>["describe"]>>,
+): string {
+  if (!described.ok)
+    return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Approve an agent</title></head>
+<body><p id="outcome">${described.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is not valid."}</p>
+<p><a href="/agent/approve">Try again</a></p></body></html>`;
+  const items = described.capabilities
+    .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
+    .join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Approve an agent · Portcullis example</title></head>
+<body>
+<h1>${escapeHtml(described.agentName ?? described.principalId)} asks for</h1>
+<ul id="capabilities">${items}</ul>
+<p>Agent id <code>${escapeHtml(described.principalId)}</code>, code ${escapeHtml(described.userCode)}.</p>
+<form method="post" action="/agent/approve">
+  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
+  <input type="hidden" name="user_code" value="${escapeHtml(described.userCode)}">
   <button type="submit" name="action" value="approve">Approve</button>
   <button type="submit" name="action" value="deny">Deny</button>
 </form>
+</body></html>`;
+}
+
+function grantsPage(
+  token: string,
+  grants: readonly {
+    grantId: string;
+    principalId: string;
+    status: string;
+    capabilities: readonly string[];
+    expiresAt: number;
+  }[],
+): string {
+  const rows = grants
+    .map(
+      (
+        g,
+      ) => `<tr><td>${escapeHtml(g.principalId)}</td><td>${escapeHtml(g.capabilities.join(", "))}</td>
+<td>${escapeHtml(g.status)}</td><td>${new Date(g.expiresAt).toISOString()}</td><td>${
+        g.status === "active"
+          ? `<form method="post" action="/agents/revoke"><input type="hidden" name="_csrf" value="${escapeHtml(token)}"><input type="hidden" name="grant_id" value="${escapeHtml(g.grantId)}"><button type="submit">Revoke</button></form>`
+          : ""
+      }</td></tr>`,
+    )
+    .join("");
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Agents I have approved · Portcullis example</title></head>
+<body>
+<h1>Agents I have approved</h1>
+<table><tr><th>Agent</th><th>Capabilities</th><th>Status</th><th>Expires</th><th></th></tr>${rows}</table>
 </body></html>`;
 }
 
