@@ -1,6 +1,23 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { agentBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
 import { overSocket } from "./socket.ts";
 
 console.log(`portcullis benchmarks — node ${process.version}, ${new Date().toISOString()}`);
-await inProcess();
-if (process.env.BENCH_SKIP_SOCKET !== "1") await overSocket();
+// BENCH_ONLY=agents runs only the capability-token benchmarks.
+const only = process.env.BENCH_ONLY;
+if (only === undefined || only === "chain") await inProcess();
+if (only === undefined || only === "agents") {
+  await agentBenchmarks();
+  // In a child process: @hono/node-server's classes would replace this one's globals.
+  execFileSync(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(new URL("agents-node-server.ts", import.meta.url))],
+    {
+      stdio: "inherit",
+    },
+  );
+}
+if ((only === undefined || only === "socket") && process.env.BENCH_SKIP_SOCKET !== "1")
+  await overSocket();

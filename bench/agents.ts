@@ -1,0 +1,160 @@
+/**
+ * Capability-token costs, side by side in one process: our verifier and the
+ * whole execute endpoint against raw `jose.jwtVerify` of the same tokens with
+ * the same key and algorithm. Every run gives each contender the same fresh
+ * tokens; execute consumes them (each is single-use).
+ */
+import { generateKeyPair, jwtVerify } from "jose";
+import { agentAuth, CAPABILITY_TOKEN_TYPE } from "portcullis/agentauth";
+import { importKeySet, jwtVerifier } from "portcullis/jwt";
+import { MemoryClientStore } from "portcullis/oauth2";
+
+const ISSUER = "https://bench.example";
+const EXECUTE = `${ISSUER}/capability/execute`;
+const RUNS = 7;
+const PER_RUN = 4_000;
+const IN_FLIGHT = 16;
+
+type Operation = (i: number) => Promise<unknown>;
+/** Builds a contender's operation over this run's tokens (untimed), then it is timed. */
+type Contender = readonly [name: string, prepare: (tokens: readonly string[]) => Operation];
+
+async function rate(operation: Operation, iterations: number): Promise<number> {
+  let next = 0;
+  const worker = async () => {
+    while (next < iterations) await operation(next++);
+  };
+  const start = performance.now();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return iterations / ((performance.now() - start) / 1000);
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1] as number;
+}
+
+async function sideBySide(
+  title: string,
+  mint: (count: number) => Promise<string[]>,
+  contenders: readonly Contender[],
+): Promise<void> {
+  const warm = await mint(500);
+  for (const [, prepare] of contenders) await rate(prepare(warm), warm.length);
+  const samples = contenders.map(() => [] as number[]);
+  for (let run = 0; run < RUNS; run++) {
+    const tokens = await mint(PER_RUN);
+    for (let c = 0; c < contenders.length; c++) {
+      const operation = (contenders[c] as Contender)[1](tokens);
+      samples[c]?.push(await rate(operation, tokens.length));
+    }
+  }
+  const medians = samples.map(median);
+  const baseline = medians[0] as number;
+  console.log(`\n${title}`);
+  console.log(
+    `${"contender".padEnd(52)} ${"ops/s".padStart(9)} ${"µs/op".padStart(8)} ${"ratio".padStart(7)}`,
+  );
+  contenders.forEach(([name], c) => {
+    const ops = medians[c] as number;
+    console.log(
+      `${name.padEnd(52)} ${Math.round(ops).toString().padStart(9)} ${(1e6 / ops).toFixed(2).padStart(8)} ${(ops / baseline).toFixed(3).padStart(7)}`,
+    );
+  });
+}
+
+/** `setting` names the Request/Response classes in use, for the table titles. */
+export async function agentBenchmarks(setting = "Node's own Request and Response"): Promise<void> {
+  console.log(`\ncapability tokens, with ${setting}`);
+  for (const alg of ["EdDSA", "ES256"] as const) {
+    const { publicKey, privateKey } = await generateKeyPair(alg);
+    const keys = await importKeySet({ keys: [{ kid: "k1", alg, privateKey, publicKey }] });
+    const agents = await agentAuth({
+      issuer: ISSUER,
+      clients: new MemoryClientStore(),
+      keys,
+      tokenTtlSeconds: 3600,
+      capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
+    });
+    await agents.runtime.grants.create({
+      grantId: "g1",
+      principalId: "agent-1",
+      status: "active",
+      capabilities: ["ping"],
+      approvedBy: "alice",
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 86_400_000,
+    });
+    const mint = async (count: number) => {
+      const tokens: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const minted = await agents.runtime.tokens.mint({
+          principalId: "agent-1",
+          grantId: "g1",
+          capabilities: ["ping"],
+        });
+        tokens.push(minted.token);
+      }
+      return tokens;
+    };
+    const options = {
+      algorithms: [alg],
+      issuer: ISSUER,
+      audience: EXECUTE,
+      typ: CAPABILITY_TOKEN_TYPE,
+    };
+    const verify = jwtVerifier({ keys, typ: CAPABILITY_TOKEN_TYPE, issuer: ISSUER });
+    const body = JSON.stringify({ capability: "ping" });
+    await sideBySide(
+      `${alg} (median of ${RUNS} interleaved runs of ${PER_RUN}, ${IN_FLIGHT} in flight)`,
+      mint,
+      [
+        [
+          "raw jose.jwtVerify",
+          (tokens) => (i) => jwtVerify(tokens[i] as string, publicKey, options),
+        ],
+        [
+          "portcullis/jwt jwtVerifier (target >= 0.9)",
+          (tokens) => (i) => verify(tokens[i] as string, { audience: EXECUTE }),
+        ],
+        [
+          "floor: jose verify + read body + build a Response",
+          // What any Fetch handler that verifies a bearer token pays at least.
+          (tokens) => {
+            const requests = tokens.map((token) => executeRequest(token, body));
+            return async (i) => {
+              const request = requests[i] as Request;
+              const token = (request.headers.get("authorization") as string).slice(7);
+              await jwtVerify(token, publicKey, options);
+              JSON.parse(await request.text());
+              return new Response('{"data":"pong"}', {
+                headers: { "content-type": "application/json" },
+              });
+            };
+          },
+        ],
+        [
+          "agentauth execute, memory stores (target >= 0.8)",
+          // The requests are built untimed, as a server adapter hands them over;
+          // execute reads the body, verifies, consumes the jti, loads the grant,
+          // runs the handler and builds the response.
+          (tokens) => {
+            const requests = tokens.map((token) => executeRequest(token, body));
+            return async (i) => {
+              const response = await agents.execute(requests[i] as Request);
+              if (response.status !== 200) throw new Error(`execute answered ${response.status}`);
+            };
+          },
+        ],
+      ],
+    );
+  }
+}
+
+function executeRequest(token: string, body: string): Request {
+  return new Request(EXECUTE, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body,
+  });
+}
