@@ -16,6 +16,7 @@ import {
   PASSWORDS,
   testApp,
 } from "../src/testing/session-app.ts";
+import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
 import { type Served, serveFetch } from "./serve.ts";
 
 const KEY_ID = "key_research";
@@ -112,38 +113,18 @@ beforeAll(async () => {
     },
   });
   route = app.handler;
-  human = app.client();
-  (human as { handler: unknown }).handler = overSocket;
+  human = socketClient(issuer, app.cookieName);
   expect((await human.login("alice", PASSWORDS.alice)).status).toBeLessThan(400);
 });
 
 afterAll(() => served.close());
 
-async function overSocket(request: Request): Promise<Response> {
-  const url = new URL(request.url);
-  return fetch(`${issuer}${url.pathname}${url.search}`, {
-    method: request.method,
-    headers: request.headers,
-    body: request.body === null ? undefined : await request.arrayBuffer(),
-    redirect: "manual",
-  });
+function discover(id = KEY_ID, secret = KEY_SECRET) {
+  return discoverClient(issuer, id, secret, "basic");
 }
 
-async function discover(id = KEY_ID, secret = KEY_SECRET) {
-  return oidc.discovery(new URL(issuer), id, undefined, oidc.ClientSecretBasic(secret), {
-    execute: [oidc.allowInsecureRequests],
-    algorithm: "oauth2",
-  });
-}
-
-async function approve(userCode: string, action: "approve" | "deny" = "approve") {
-  const token = await human.csrf();
-  return human.fetch("/agent/approve", {
-    method: "POST",
-    token,
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ user_code: userCode, action }).toString(),
-  });
+function approve(userCode: string, action: "approve" | "deny" = "approve") {
+  return decideAs(human, "/agent/approve", userCode, action);
 }
 
 async function execute(token: string, capability: string, args?: unknown) {

@@ -16,12 +16,13 @@ import {
 } from "portcullis/oauth2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  Client,
+  type Client,
   defaultRouter,
   defaultRules,
   PASSWORDS,
   testApp,
 } from "../src/testing/session-app.ts";
+import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
 import { type Served, serveFetch } from "./serve.ts";
 
 const TYP = "example-device+jwt";
@@ -93,41 +94,18 @@ beforeAll(async () => {
   });
   route = app.handler;
   // The human's browser, over the same socket.
-  human = app.client();
-  (human as { handler: unknown }).handler = overSocket;
+  human = socketClient(issuer, app.cookieName);
   expect((await human.login("alice", PASSWORDS.alice)).status).toBeLessThan(400);
 });
 
 afterAll(() => served.close());
 
-async function overSocket(request: Request): Promise<Response> {
-  const url = new URL(request.url);
-  return fetch(`${issuer}${url.pathname}${url.search}`, {
-    method: request.method,
-    headers: request.headers,
-    body: request.body === null ? undefined : await request.arrayBuffer(),
-    redirect: "manual",
-  });
+function discover(clientId = "agent-1", secret = SECRET, basic = false) {
+  return discoverClient(issuer, clientId, secret, basic ? "basic" : "post");
 }
 
-async function discover(clientId = "agent-1", secret = SECRET, basic = false) {
-  return oidc.discovery(
-    new URL(issuer),
-    clientId,
-    undefined,
-    basic ? oidc.ClientSecretBasic(secret) : oidc.ClientSecretPost(secret),
-    { execute: [oidc.allowInsecureRequests], algorithm: "oauth2" },
-  );
-}
-
-async function decide(userCode: string, action: "approve" | "deny"): Promise<Response> {
-  const token = await human.csrf();
-  return human.fetch("/device/approve", {
-    method: "POST",
-    token,
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ user_code: userCode, action }).toString(),
-  });
+function decide(userCode: string, action: "approve" | "deny"): Promise<Response> {
+  return decideAs(human, "/device/approve", userCode, action);
 }
 
 async function rawPoll(deviceCode: string, clientId = "agent-1", secret = SECRET) {
@@ -345,8 +323,7 @@ describe("device flow under attack, over the socket", () => {
   });
 
   it("stops a human guessing user codes after the budget, even with the right code next", async () => {
-    const guesser = new Client(overSocket, human.cookieName);
-    (guesser as { handler: unknown }).handler = overSocket;
+    const guesser = socketClient(issuer, human.cookieName);
     expect((await guesser.login("ada", PASSWORDS.ada)).status).toBeLessThan(400);
     const { user_code } = await begin();
     const token = await guesser.csrf();

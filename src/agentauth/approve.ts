@@ -2,7 +2,11 @@ import { isAuthenticated } from "../core/authentication.ts";
 import { StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
-import type { DeviceApproveResult } from "../oauth2/device-approve.ts";
+import {
+  type ApprovalMessages,
+  approvalPage,
+  type DeviceApproveResult,
+} from "../oauth2/device-approve.ts";
 import { type DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
 import { isFailure, readOAuthParameters } from "../oauth2/parameters.ts";
 import type { AgentRuntime } from "./runtime.ts";
@@ -127,28 +131,14 @@ export function agentApproveHandler(
   };
 }
 
-const MESSAGES = {
+const AGENT_MESSAGES: ApprovalMessages = {
   approve: "The agent is approved. It can now use the capabilities you granted.",
   deny: "The agent's request was denied.",
   invalid_code: "That code is not valid. Check it and try again.",
   invalid_request: "The form was incomplete.",
   too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
-} as const;
+};
 
 function defaultPage(result: DeviceApproveResult): Response {
-  const { outcome } = result;
-  const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
-  const message = outcome.ok
-    ? MESSAGES[result.action as "approve" | "deny"]
-    : MESSAGES[outcome.reason];
-  const headers = new Headers({
-    "content-type": "text/html; charset=utf-8",
-    "cache-control": "no-store",
-  });
-  if (!outcome.ok && outcome.reason === "too_many_attempts")
-    headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
-  return new Response(
-    `<!doctype html><meta charset="utf-8"><title>Agent approval</title><p id="outcome">${message}</p>`,
-    { status, headers },
-  );
+  return approvalPage(result, "Agent approval", AGENT_MESSAGES);
 }

@@ -4,6 +4,7 @@ import {
   MemoryLoginAttemptStore,
 } from "../core/attempts.ts";
 import { addressNetwork, clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
+import { withDeadline } from "../core/deadline.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
@@ -219,9 +220,10 @@ export class PasswordCredentials {
   ): Promise<{ allowed: true } | { allowed: false; check: PasswordCheck }> {
     let reservation: AttemptReservation;
     try {
-      reservation = await bounded(
+      reservation = await withDeadline(
         throttle.store.consume(key, max, throttle.windowMs, at),
         throttle.storeTimeoutMs,
+        "the login-attempt store",
       );
       if (typeof reservation?.allowed !== "boolean" || !Number.isFinite(reservation.resetAt))
         throw new TypeError("the login-attempt store answered something other than a reservation");
@@ -238,7 +240,7 @@ export class PasswordCredentials {
   // stays counted, which errs on the safe side, so the answer does not change.
   async #settle(throttle: Throttle, operation: () => Promise<void>): Promise<void> {
     try {
-      await bounded(operation(), throttle.storeTimeoutMs);
+      await withDeadline(operation(), throttle.storeTimeoutMs, "the login-attempt store");
     } catch (error) {
       report(throttle, error);
     }
@@ -355,18 +357,6 @@ function report(throttle: Throttle, error: unknown): void {
   } catch {
     // A failing logger must not change the answer.
   }
-}
-
-/** `promise`, or a rejection after `ms`: a stalled store fails the attempt in bounded time. */
-function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`the login-attempt store did not answer within ${ms} ms`)),
-      ms,
-    );
-  });
-  return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer));
 }
 
 async function digest(text: string): Promise<string> {

@@ -93,26 +93,44 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
   };
 }
 
-const MESSAGES = {
+/** What the default approval pages say for each outcome. */
+export interface ApprovalMessages {
+  readonly approve: string;
+  readonly deny: string;
+  readonly invalid_code: string;
+  readonly invalid_request: string;
+  readonly too_many_attempts: string;
+}
+
+const DEVICE_MESSAGES: ApprovalMessages = {
   approve: "The device is approved. You can return to it now.",
   deny: "The device was denied.",
   invalid_code: "That code is not valid. Check it and try again.",
   invalid_request: "The form was incomplete.",
   too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
-} as const;
+};
 
-function defaultPage(result: DeviceApproveResult): Response {
+/** A minimal HTML page for an approval outcome, with its status (429 with `Retry-After` when throttled). */
+export function approvalPage(
+  result: DeviceApproveResult,
+  title: string,
+  messages: ApprovalMessages,
+): Response {
   const { outcome } = result;
   const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
   const message = outcome.ok
-    ? MESSAGES[result.action as DeviceApproveAction]
-    : MESSAGES[outcome.reason];
+    ? messages[result.action as DeviceApproveAction]
+    : messages[outcome.reason];
   const headers = new Headers({
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
   });
   if (!outcome.ok && outcome.reason === "too_many_attempts")
     headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
-  const page = `<!doctype html><meta charset="utf-8"><title>Device approval</title><p>${message}</p>`;
+  const page = `<!doctype html><meta charset="utf-8"><title>${title}</title><p id="outcome">${message}</p>`;
   return new Response(page, { status, headers });
+}
+
+function defaultPage(result: DeviceApproveResult): Response {
+  return approvalPage(result, "Device approval", DEVICE_MESSAGES);
 }

@@ -7,6 +7,7 @@ import {
   serializeCookie,
   validateCookie,
 } from "../core/cookie.ts";
+import { withDeadline } from "../core/deadline.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
@@ -138,7 +139,9 @@ export function sessions(options: SessionOptions = {}): Middleware {
     absoluteTimeoutMs,
     call: async (operation) => {
       try {
-        return timed ? await within(operation(), storeTimeoutMs) : await operation();
+        return timed
+          ? await withDeadline(operation(), storeTimeoutMs, "the session store")
+          : await operation();
       } catch (error) {
         try {
           report(error);
@@ -225,17 +228,6 @@ function cookieTooLarge(): Response {
   return problemResponse(431, {
     title: "Request Header Fields Too Large",
     detail: `The Cookie header is longer than ${MAX_COOKIE_HEADER_LENGTH} bytes; clear this site's cookies.`,
-  });
-}
-
-/** `promise`, or a rejection once `ms` have passed. */
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`the session store did not answer within ${ms} ms`)),
-      ms,
-    );
-    promise.then(resolve, reject).finally(() => clearTimeout(timer));
   });
 }
 

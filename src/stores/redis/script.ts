@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 import { guardRedisClient } from "./client.ts";
@@ -38,17 +39,9 @@ export class RedisScript {
   }
 }
 
-/**
- * `promise`, or a rejection after `ms`: a store call Redis does not answer in
- * time fails, so the caller's fail-closed answer applies instead of requests
- * hanging while the client waits to reconnect.
- */
+/** `promise`, or a rejection after `ms`: the caller's fail-closed answer applies instead of a hang. */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  return withDeadline(promise, ms, "Redis");
 }
 
 /** What the scripted Redis stores take: a client, a key prefix and a time limit. */
