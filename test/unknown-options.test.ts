@@ -1,6 +1,15 @@
 import { createClient } from "redis";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  agentApproveHandler,
+  agentCredentials,
+  capabilitiesHandler,
+  executeHandler,
+  MemoryGrantStore,
+  MemoryPendingRequestStore,
+  MemoryReplayStore,
+} from "../src/agentauth/index.ts";
+import {
   authz,
   basicAuth,
   cors,
@@ -16,6 +25,14 @@ import {
   securityHeaders,
   sessions,
 } from "../src/index.ts";
+import { jwtSigner, jwtVerifier } from "../src/jwt/index.ts";
+import {
+  authorizationServer,
+  DeviceAuthorizationService,
+  deviceApproveHandler,
+  MemoryClientStore,
+  MemoryDeviceCodeStore,
+} from "../src/oauth2/index.ts";
 import {
   RedisLoginAttemptStore,
   RedisRateLimitStore,
@@ -60,6 +77,30 @@ const misspelt: Array<[string, () => unknown]> = [
   [
     "RedisLoginAttemptStore",
     () => new RedisLoginAttemptStore({ client: redis, timeout: 5 } as never),
+  ],
+  ["jwtSigner", () => jwtSigner({ timeout: 5 } as never)],
+  ["jwtVerifier", () => jwtVerifier({ timeout: 5 } as never)],
+  ["MemoryClientStore", () => new MemoryClientStore({ maxEntry: 5 } as never)],
+  ["MemoryDeviceCodeStore", () => new MemoryDeviceCodeStore({ maxEntry: 5 } as never)],
+  [
+    "DeviceAuthorizationService",
+    () =>
+      new DeviceAuthorizationService({
+        verificationUri: "https://a.example/d",
+        timeout: 5,
+      } as never),
+  ],
+  ["authorizationServer", () => authorizationServer({ timeout: 5 } as never)],
+  ["deviceApproveHandler", () => deviceApproveHandler({ timeout: 5 } as never)],
+  ["MemoryGrantStore", () => new MemoryGrantStore({ maxEntry: 5 } as never)],
+  ["MemoryReplayStore", () => new MemoryReplayStore({ maxEntry: 5 } as never)],
+  ["MemoryPendingRequestStore", () => new MemoryPendingRequestStore({ maxEntry: 5 } as never)],
+  ["agentCredentials", () => agentCredentials({ timeout: 5 } as never)],
+  ["executeHandler", () => executeHandler({} as never, { timeout: 5 } as never)],
+  ["capabilitiesHandler", () => capabilitiesHandler({ timeout: 5 } as never)],
+  [
+    "agentApproveHandler",
+    () => agentApproveHandler({} as never, {} as never, { timeout: 5 } as never),
   ],
 ];
 

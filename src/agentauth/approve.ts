@@ -1,6 +1,7 @@
 import { isAuthenticated } from "../core/authentication.ts";
-import { StoreUnavailableError } from "../core/errors.ts";
+import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
 import {
   type ApprovalMessages,
@@ -80,8 +81,15 @@ export function agentApproveHandler(
   service: DeviceAuthorizationService,
   options: AgentApproveOptions = {},
 ): Handler {
+  rejectUnknownKeys("agentApproveHandler", options, ["respond", "maxBodyBytes"]);
+  if (options.respond !== undefined && typeof options.respond !== "function")
+    throw new InvalidOptionsError("agentApproveHandler: respond must be a function");
   const respond = options.respond ?? defaultPage;
   const maxBodyBytes = options.maxBodyBytes ?? 8192;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 512)
+    throw new InvalidOptionsError(
+      "agentApproveHandler: maxBodyBytes must be a whole number, 512 or more",
+    );
   return async (request) => {
     if (request.method !== "POST")
       return new Response(null, {

@@ -1,6 +1,7 @@
 import { isAuthenticated } from "../core/authentication.ts";
 import { base64url, fromBase64url } from "../core/encoding.ts";
 import type { Handler } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { type CapabilityRegistry, listingOf } from "./capabilities.ts";
 import { agentError, agentJson } from "./wire.ts";
 
@@ -16,6 +17,7 @@ export interface CapabilitiesOptions {
  * callers only: a signed-in human or an agent authenticated by its credentials.
  */
 export function capabilitiesHandler(options: CapabilitiesOptions): Handler {
+  rejectUnknownKeys("capabilitiesHandler", options, ["registry", "discoveryUrl"]);
   const { registry, discoveryUrl } = options;
   return async (request) => {
     if (request.method !== "GET" && request.method !== "HEAD")

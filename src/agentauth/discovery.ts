@@ -1,4 +1,5 @@
 import type { Handler } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import type { AuthorizationServerMetadata } from "../oauth2/authorization-server.ts";
 import type { AgentUrls } from "./runtime.ts";
 import { AGENT_AUTH_VERSION } from "./wire.ts";
@@ -19,6 +20,13 @@ export interface DiscoveryOptions {
  * `Host` or forwarded headers.
  */
 export function discoveryHandler(options: DiscoveryOptions): Handler {
+  rejectUnknownKeys("discoveryHandler", options, [
+    "urls",
+    "oauth",
+    "verificationUri",
+    "providerName",
+    "description",
+  ]);
   const { urls, oauth } = options;
   const document = JSON.stringify({
     version: AGENT_AUTH_VERSION,

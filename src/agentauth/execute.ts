@@ -1,6 +1,7 @@
 import { readAtMost } from "../core/body.ts";
-import { JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
+import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import { reportError } from "../core/problem.ts";
 import { effectiveStatus } from "./grants.ts";
 import type { AgentRuntime } from "./runtime.ts";
@@ -30,7 +31,12 @@ export function bearerToken(request: Request): string | null | undefined {
  * `capabilities` is exactly that intersection. `200 {"data": ...}`.
  */
 export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = {}): Handler {
+  rejectUnknownKeys("executeHandler", options, ["maxBodyBytes"]);
   const maxBodyBytes = options.maxBodyBytes ?? 65_536;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 256)
+    throw new InvalidOptionsError(
+      "executeHandler: maxBodyBytes must be a whole number, 256 or more",
+    );
   const { urls, tokens, registry } = runtime;
 
   const deny = (

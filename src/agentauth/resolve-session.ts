@@ -4,7 +4,7 @@ import {
   isAuthenticated,
 } from "../core/authentication.ts";
 import { bindValue } from "../core/context.ts";
-import { JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
+import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
 import { bearerToken } from "./execute.ts";
@@ -27,6 +27,8 @@ export const AGENT_AUTHORITY = "AGENT";
  * answered 401 otherwise.
  */
 export function resolveSession(runtime: AgentRuntime, location: string): Middleware {
+  if (typeof location !== "string" || !URL.canParse(location))
+    throw new InvalidOptionsError("resolveSession: location must be an absolute URL");
   const audience = new URL(location).href;
   const challenges = (invalid: boolean) => agentChallenges(runtime.urls.discovery, invalid);
   return (next) =>
