@@ -1,5 +1,12 @@
 export * as authz from "./authz/index.ts";
-export { newChain, newHandler, type SecurityOptions } from "./chain/index.ts";
+export {
+  type BrowserDenialOptions,
+  browserDenials,
+  isNavigation,
+  newChain,
+  newHandler,
+  type SecurityOptions,
+} from "./chain/index.ts";
 export * from "./core/index.ts";
 export * from "./cors/index.ts";
 export * from "./csrf/index.ts";

@@ -20,6 +20,7 @@ import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
 import { Chain } from "../middleware/chain.ts";
 import { rateLimitPlacement } from "../ratelimit/middleware.ts";
 import { sessions } from "../session/middleware.ts";
+import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts";
 
 /**
  * The legs of the security chain, each a `Middleware`, run in this order:
@@ -59,6 +60,12 @@ export interface SecurityOptions {
   readonly csrf?: Middleware | false;
   /** Leg 6: the login and logout endpoints, `login({...})`; only mountable here. Default none. */
   readonly login?: LoginEndpoint;
+  /**
+   * For browser page loads only: send a visitor who is not signed in to
+   * `signInPath` (303, with `next` back to the page) and answer a 403 with an
+   * HTML page. API clients keep the 401/403 problem JSON. Default off.
+   */
+  readonly browserDenials?: BrowserDenialOptions | false;
   /** Leg 7 (required): default-deny authorization, usually `authz.routes([...])`. */
   readonly authorization: Middleware;
   /**
@@ -93,6 +100,7 @@ export function newChain(options: SecurityOptions): Chain {
     "rateLimit",
     "session",
     "authentication",
+    "browserDenials",
     "csrf",
     "login",
     "authorization",
@@ -140,6 +148,10 @@ export function newChain(options: SecurityOptions): Chain {
       throw new InvalidOptionsError("option authentication takes middleware");
   }
   const onError = options.onError;
+  const browser =
+    options.browserDenials === undefined || options.browserDenials === false
+      ? undefined
+      : browserDenials(options.browserDenials);
 
   checkClientAddressOptions(options);
   if (options.clientAddress !== undefined && typeof options.clientAddress !== "function") {
@@ -152,6 +164,7 @@ export function newChain(options: SecurityOptions): Chain {
   if (headers) legs.push(headers);
   if (cors) legs.push(cors);
   legs.push(guardRequest(onError, options));
+  if (browser) legs.push(browser);
   // Rules keyed on the principal are counted once the session and authenticators have run.
   const split = rateLimitLeg && rateLimitPlacement(rateLimitLeg);
   if (split) {

@@ -86,6 +86,7 @@ export {
   problemResponse,
   reportError,
 } from "./problem.ts";
+export { sameOriginPath } from "./redirect.ts";
 export { setIfAbsent, withHeaders } from "./response.ts";
 export { timingSafeEqual } from "./timing-safe.ts";
 export {

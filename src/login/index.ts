@@ -13,7 +13,7 @@ export {
   passwordCredentials,
 } from "./credentials.ts";
 export type { LoginEndpoint } from "./endpoint.ts";
-export { type LoginOptions, login } from "./middleware.ts";
+export { type LoginOptions, login, signedInAt } from "./middleware.ts";
 export {
   createPasswordEncoder,
   DelegatingPasswordEncoder,

@@ -1,10 +1,12 @@
 import { createAuthentication } from "../core/authentication.ts";
 import { readAtMost } from "../core/body.ts";
+import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
+import { sameOriginPath } from "../core/redirect.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
 import {
   type LoginUser,
@@ -105,6 +107,9 @@ function loginLeg(options: LoginOptions): Middleware {
       }
       const { user } = check;
       await signIn(session, user);
+      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
+      const back = form ? sameOriginPath(presented.next) : undefined;
+      if (back !== undefined) return redirect(back);
       if (form && options.successRedirect) return redirect(options.successRedirect);
       return Response.json(
         { name: user.name, authorities: user.authorities },
@@ -113,8 +118,23 @@ function loginLeg(options: LoginOptions): Middleware {
     };
 }
 
+/** Where the session keeps when its human last signed in (epoch ms). */
+const SIGNED_IN_AT = "portcullis.signedInAt";
+
+/**
+ * When the signed-in human of this request's session last signed in (epoch
+ * ms), or `undefined`: pages that approve something may ask for a recent one.
+ */
+export function signedInAt(source: ContextSource): number | undefined {
+  const session = sessionFrom(source);
+  if (session?.authentication === undefined) return undefined;
+  const at = session.get<number>(SIGNED_IN_AT);
+  return typeof at === "number" ? at : undefined;
+}
+
 async function signIn(session: Session, user: LoginUser): Promise<void> {
   session.setAuthentication(createAuthentication(user.name, user.authorities));
+  session.set(SIGNED_IN_AT, Date.now());
   // Rotate even when the same user signs in again: the id the browser held before login never survives it.
   session.regenerate();
   await session.save();
@@ -132,7 +152,7 @@ function mediaType(request: Request): string {
 async function readCredentials(
   request: Request,
   maxBytes: number,
-): Promise<{ username: string; password: string } | Response> {
+): Promise<{ username: string; password: string; next?: string } | Response> {
   const type = mediaType(request);
   if (
     type !== "application/json" &&
@@ -147,6 +167,7 @@ async function readCredentials(
   if (bytes === undefined) return problemResponse(413);
   let username: unknown;
   let password: unknown;
+  let next: unknown;
   try {
     if (type === "application/json") {
       const body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) as unknown;
@@ -156,12 +177,14 @@ async function readCredentials(
       const form = new URLSearchParams(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
       username = form.get("username");
       password = form.get("password");
+      next = form.get("next");
     } else {
       const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
         headers: { "content-type": request.headers.get("content-type") as string },
       }).formData();
       username = form.get("username");
       password = form.get("password");
+      next = form.get("next");
     }
   } catch {
     return problemResponse(400, { detail: "The login body is malformed." });
@@ -177,7 +200,7 @@ async function readCredentials(
   if (username.length > MAX_USERNAME_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
     return problemResponse(400, { detail: "username or password is too long." });
   }
-  return { username, password };
+  return { username, password, ...(typeof next === "string" ? { next } : {}) };
 }
 
 function redirect(location: string): Response {

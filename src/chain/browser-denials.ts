@@ -1,0 +1,65 @@
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { Handler, Middleware } from "../core/handler.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
+import { sameOriginPath } from "../core/redirect.ts";
+
+export interface BrowserDenialOptions {
+  /** Where a browser that is not signed in is sent, with `?next=<the page>`. */
+  readonly signInPath: string;
+  /** The page a signed-in browser gets for a 403. Default: a short HTML page with a link home. */
+  readonly forbiddenPage?: (request: Request) => Response | Promise<Response>;
+}
+
+/**
+ * For page navigations only, turns the chain's 401 into a 303 to the sign-in
+ * page (with `next`, for a GET) and its 403 into an HTML page. API clients
+ * (no navigation) keep the problem JSON and the `WWW-Authenticate` challenge.
+ */
+export function browserDenials(options: BrowserDenialOptions): Middleware {
+  rejectUnknownKeys("browserDenials", options, ["signInPath", "forbiddenPage"]);
+  const signInPath = sameOriginPath(options?.signInPath);
+  if (signInPath === undefined || signInPath.includes("?"))
+    throw new InvalidOptionsError(
+      "browserDenials: signInPath must be a path on this site, like /login",
+    );
+  if (options.forbiddenPage !== undefined && typeof options.forbiddenPage !== "function")
+    throw new InvalidOptionsError("browserDenials: forbiddenPage must be a function");
+  const forbiddenPage = options.forbiddenPage ?? defaultForbiddenPage;
+  return (next: Handler): Handler =>
+    async (request, ...rest) => {
+      const response = await next(request, ...rest);
+      if (response.status !== 401 && response.status !== 403) return response;
+      if (!isNavigation(request) || !isProblem(response)) return response;
+      if (response.status === 403) return forbiddenPage(request);
+      const url = new URL(request.url);
+      if (url.pathname === signInPath) return response;
+      const back = request.method === "GET" ? sameOriginPath(url.pathname + url.search) : undefined;
+      const location =
+        back === undefined ? signInPath : `${signInPath}?next=${encodeURIComponent(back)}`;
+      return new Response(null, {
+        status: 303,
+        headers: { location, "cache-control": "no-store", vary: "Sec-Fetch-Mode, Accept" },
+      });
+    };
+}
+
+/** A top-level page load: Fetch Metadata says so, or, without it, the client asks for HTML. */
+export function isNavigation(request: Request): boolean {
+  const mode = request.headers.get("sec-fetch-mode");
+  if (mode !== null) return mode === "navigate";
+  return (request.headers.get("accept") ?? "").includes("text/html");
+}
+
+function isProblem(response: Response): boolean {
+  return (response.headers.get("content-type") ?? "").startsWith("application/problem+json");
+}
+
+function defaultForbiddenPage(): Response {
+  return new Response(
+    '<!doctype html><html lang="en"><meta charset="utf-8"><title>Not allowed</title><h1>Not allowed</h1><p>Your account may not open this page.</p><p><a href="/">Back to the start page</a></p></html>',
+    {
+      status: 403,
+      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+    },
+  );
+}

@@ -1,0 +1,29 @@
+// Control characters and backslashes: browsers strip or turn them into "/", so
+// "/\evil.example" or "/\t/evil.example" would leave the site.
+const UNSAFE = /[\u0000-\u001f\u007f\\]/;
+const PROBE = "https://origin.invalid";
+
+/**
+ * `value` when it is a path on this site to send a browser back to (a `next`
+ * parameter), else `undefined`: absolute URLs, `//host`, `/\host`, their
+ * percent-encoded forms and anything with control characters are dropped, so
+ * a link cannot turn sign-in into an open redirect.
+ */
+export function sameOriginPath(value: unknown): string | undefined {
+  if (typeof value !== "string" || value.length === 0 || value.length > 2048) return undefined;
+  if (!value.startsWith("/") || value.startsWith("//") || UNSAFE.test(value)) return undefined;
+  let decoded = value;
+  for (let round = 0; round < 3; round++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      return undefined;
+    }
+    if (next === decoded) break;
+    decoded = next;
+    if (decoded.startsWith("//") || UNSAFE.test(decoded)) return undefined;
+  }
+  if (!URL.canParse(value, PROBE) || new URL(value, PROBE).origin !== PROBE) return undefined;
+  return value;
+}
