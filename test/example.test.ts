@@ -155,3 +155,19 @@ describe("the Hono example over a real socket", () => {
     expect(JSON.parse(body)).toEqual({ area: "admin", name: "ada" });
   });
 });
+
+describe("the example's approval page", () => {
+  it("shows an agent name and capability descriptions containing markup as text", async () => {
+    const { devicePage } = await import("../examples/hono/pages.ts");
+    const html = devicePage({ name: "<b>alice</b>", csrfToken: 'x"><script>' }, "BCDF-GHJK", {
+      agentName: "<img src=x onerror=alert(1)>",
+      principalId: "agent&1",
+      capabilities: [{ name: "echo", description: "<script>alert(1)</script>" }],
+    });
+    expect(html).not.toContain("<script>");
+    expect(html).not.toContain("<img");
+    expect(html).not.toContain("<b>alice");
+    expect(html).toContain("&#60;script&#62;alert(1)&#60;/script&#62;");
+    expect(html).toContain("agent&#38;1");
+  });
+});

@@ -155,8 +155,8 @@ function runClient(script: string, base: string) {
   return run;
 }
 
-async function printedCode(run: ReturnType<typeof runClient>): Promise<string> {
-  const pattern = /enter the code ([A-Z]{4}-[A-Z]{4})/;
+async function printedCode(run: { child: ChildProcess; output: string }): Promise<string> {
+  const pattern = /the code ([A-Z]{4}-[A-Z]{4})/;
   while (!pattern.test(run.output)) {
     if (run.child.exitCode !== null) throw new Error(run.output);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -231,7 +231,7 @@ describe("the device-flow example, over a socket", () => {
 
 describe("the agent demo against the Hono example (npm start), over a socket", () => {
   let child: ChildProcess | undefined;
-  let agent: ReturnType<typeof runClient> | undefined;
+  let agent: ReturnType<typeof runAgentDemo> | undefined;
   let base = "";
 
   beforeAll(async () => {
@@ -243,40 +243,53 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     agent?.child.kill();
   });
 
-  it("runs the whole agent flow: approval by code, single-use tokens, refresh, a location, revocation", async () => {
-    agent = runClient("examples/agent/agent.ts", base);
+  function runAgentDemo(...args: string[]) {
+    const run = spawn(
+      process.execPath,
+      ["--conditions=source", "--import", "tsx", "examples/agent/agent.ts", ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, PORTCULLIS_URL: base },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const state = {
+      child: run,
+      output: "",
+      exited: new Promise<number | null>((resolve) => run.on("exit", resolve)),
+    };
+    run.stdout?.on("data", (chunk: Buffer) => {
+      state.output += chunk.toString("utf8");
+    });
+    run.stderr?.on("data", (chunk: Buffer) => {
+      state.output += chunk.toString("utf8");
+    });
+    return state;
+  }
+
+  it("npm run agent -- export_report: approval by code, a location capability, then revocation", async () => {
+    agent = runAgentDemo("export_report");
     const userCode = await printedCode(agent);
     const cookie = await signIn(base);
-    const entry = await (
-      await fetch(`${base}/agent/approve?user_code=${userCode}`, { headers: { cookie } })
-    ).text();
-    const review = await fetch(`${base}/agent/review`, {
-      method: "POST",
-      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
-    });
-    expect(review.status).toBe(200);
-    const reviewed = await review.text();
-    expect(reviewed).toContain("Demo notes agent");
-    expect(reviewed).toContain("add_note");
-    const approved = await fetch(`${base}/agent/approve`, {
+    const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("Demo agent");
+    expect(html).toContain("export_report");
+    const approved = await fetch(`${base}/device/approve`, {
       method: "POST",
       headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
       body: new URLSearchParams({
-        _csrf: formToken(reviewed),
+        _csrf: formToken(html),
         user_code: userCode,
         action: "approve",
       }).toString(),
     });
     expect(approved.status).toBe(200);
     expect(await agent.exited).toBe(0);
-    expect(agent.output).toContain('add_note: 200 {"data":{"count":1}}');
-    expect(agent.output).toContain("the same token again: 401");
-    expect(agent.output).toContain("list_notes: 200");
-    expect(agent.output).toContain("export_notes: 200");
+    expect(agent.output.match(/export_report → .*"for":"demo-agent"/g)).toHaveLength(2);
 
     const mine = await (await fetch(`${base}/agents`, { headers: { cookie } })).text();
-    expect(mine).toContain("demo-agent");
     const grantId = /name="grant_id" value="([^"]+)"/.exec(mine)?.[1] as string;
     const revoked = await fetch(`${base}/agents/revoke`, {
       method: "POST",

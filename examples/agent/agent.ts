@@ -1,84 +1,145 @@
 /**
- * A demo agent using openid-client: it discovers the service, asks a human to
- * approve what it wants, then calls capabilities with single-use tokens.
+ * The demo agent: discovers the service, asks a human to approve what it
+ * wants through the OAuth device flow (openid-client), executes a capability,
+ * takes a fresh token from its grant and executes again.
  *
- *   npm start                                              # the example app
- *   npx tsx examples/agent/agent.ts http://127.0.0.1:3000
+ *   npm start                                  # the example, in another terminal
+ *   npm run agent -- get_time
+ *   npm run agent -- echo '{"text":"hello"}'
+ *   npm run agent -- export_report
+ *   npm run agent -- echo '{"text":"hi"}' --every 5   # keeps going until the grant is revoked
  *
- * and approve the code it prints at /agent/approve, signed in as a demo account.
+ * PORTCULLIS_URL (default http://127.0.0.1:3000), PORTCULLIS_AGENT_ID
+ * (demo-agent) and PORTCULLIS_AGENT_SECRET choose the service and the agent.
  */
 import * as oidc from "openid-client";
 
-const base = new URL(process.argv[2] ?? "http://127.0.0.1:3000");
-const keyId = process.env.PORTCULLIS_DEMO_AGENT_ID ?? "demo-agent";
-const secret = process.env.PORTCULLIS_DEMO_AGENT_SECRET ?? "demo-agent-secret";
-const insecure = base.protocol === "http:"; // plain HTTP only because the example runs on localhost
-
-interface AgentConfiguration {
-  issuer: string;
-  endpoints: { capabilities: string; execute: string };
+const args = process.argv.slice(2);
+const every = args.includes("--every") ? Number(args[args.indexOf("--every") + 1]) : undefined;
+const positional = args.filter((arg, i) => !arg.startsWith("--") && args[i - 1] !== "--every");
+const [capability, json] = positional;
+if (capability === undefined) {
+  console.error("usage: npm run agent -- <capability> [json arguments] [--every <seconds>]");
+  process.exit(2);
+}
+let argumentsObject: unknown = {};
+try {
+  argumentsObject = json === undefined ? {} : JSON.parse(json);
+} catch {
+  console.error(`the arguments are not JSON: ${json}`);
+  process.exit(2);
 }
 
+const base = new URL(process.env.PORTCULLIS_URL ?? "http://127.0.0.1:3000");
+const agentId = process.env.PORTCULLIS_AGENT_ID ?? "demo-agent";
+const secret =
+  process.env.PORTCULLIS_AGENT_SECRET ??
+  (agentId === "demo-agent-2" ? "demo-agent-2-secret" : "demo-agent-secret");
+const say = (line: string) => console.log(`[agent] ${line}`);
+
+interface Listing {
+  name: string;
+  description: string;
+  location?: string;
+}
+
+say(`discovering ${base.origin}`);
 const configuration = (await (
   await fetch(new URL("/.well-known/agent-configuration", base))
-).json()) as AgentConfiguration;
-const basic = `Basic ${btoa(`${encodeURIComponent(keyId)}:${encodeURIComponent(secret)}`)}`;
-const listed = (await (
-  await fetch(configuration.endpoints.capabilities, { headers: { authorization: basic } })
-).json()) as { capabilities: { name: string; description: string; location?: string }[] };
-console.log(`Capabilities: ${listed.capabilities.map((c) => c.name).join(", ")}`);
-
+).json()) as {
+  issuer: string;
+  endpoints: { capabilities: string; execute: string };
+};
 const oauth = await oidc.discovery(
   new URL(configuration.issuer),
-  keyId,
+  agentId,
   undefined,
   oidc.ClientSecretBasic(secret),
   {
     algorithm: "oauth2",
-    ...(insecure ? { execute: [oidc.allowInsecureRequests] } : {}),
+    // Plain HTTP only because the example runs on localhost.
+    ...(base.protocol === "http:" ? { execute: [oidc.allowInsecureRequests] } : {}),
   },
 );
-const wanted = ["list_notes", "add_note", "export_notes"];
-const authorization = await oidc.initiateDeviceAuthorization(oauth, { scope: wanted.join(" ") });
-console.log(`Ask a human to open ${authorization.verification_uri}`);
-console.log(`and enter the code ${authorization.user_code}`);
+const basic = `Basic ${btoa(`${encodeURIComponent(agentId)}:${encodeURIComponent(secret)}`)}`;
+const listing = (await (
+  await fetch(configuration.endpoints.capabilities, { headers: { authorization: basic } })
+).json()) as {
+  capabilities: Listing[];
+};
+const wanted = listing.capabilities.find((c) => c.name === capability);
+if (wanted === undefined) {
+  say(
+    `the service offers no capability "${capability}"; it offers ${listing.capabilities.map((c) => c.name).join(", ")}`,
+  );
+  process.exit(1);
+}
+
+const authorization = await oidc.initiateDeviceAuthorization(oauth, { scope: capability });
+say(`a human must approve this: open ${authorization.verification_uri_complete}`);
+say(`(or open ${authorization.verification_uri} and enter the code ${authorization.user_code})`);
+say("waiting for the approval...");
 
 let tokens: Awaited<ReturnType<typeof oidc.pollDeviceAuthorizationGrant>>;
 try {
   tokens = await oidc.pollDeviceAuthorizationGrant(oauth, authorization);
 } catch (error) {
   const code = (error as { error?: string }).error;
-  console.log(
-    code === "access_denied" ? "The human denied the request." : `No grant: ${code ?? error}`,
-  );
+  if (code === "access_denied") say("the human denied the request (access_denied)");
+  else if (code === "expired_token") say("nobody approved the request in time (expired_token)");
+  else say(`no approval: ${code ?? String(error)}`);
   process.exit(1);
 }
-console.log(`Approved for: ${tokens.scope}`);
+say(`approved for: ${tokens.scope}`);
 
-async function execute(token: string, capability: string, args?: unknown) {
-  const response = await fetch(configuration.endpoints.execute, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ capability, arguments: args ?? {} }),
-  });
-  return { status: response.status, body: await response.json() };
+/** Runs the capability with `token`; answers whether it succeeded. */
+async function run(token: string): Promise<boolean> {
+  let response: Response;
+  if (wanted?.location !== undefined) {
+    response = await fetch(wanted.location, { headers: { authorization: `Bearer ${token}` } });
+  } else {
+    response = await fetch(configuration.endpoints.execute, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ capability, arguments: argumentsObject }),
+    });
+  }
+  const body = (await response.json()) as { data?: unknown; error?: string; message?: string };
+  if (response.ok) {
+    say(`${capability} → ${JSON.stringify(body.data ?? body)}`);
+    return true;
+  }
+  if (body.error === "grant_revoked")
+    say("the grant was revoked (grant_revoked): a human must approve again");
+  else if (body.error === "grant_expired")
+    say("the grant has expired (grant_expired): a human must approve again");
+  else say(`${capability} refused: ${response.status} ${body.error}: ${body.message}`);
+  return false;
 }
 
-const added = await execute(tokens.access_token, "add_note", { text: "written by an agent" });
-console.log(`add_note: ${added.status} ${JSON.stringify(added.body)}`);
-const reused = await execute(tokens.access_token, "list_notes");
-console.log(`the same token again: ${reused.status} ${JSON.stringify(reused.body)}`);
-
-// Each call takes a fresh token, minted from the still-active grant.
-const fresh = await oidc.clientCredentialsGrant(oauth, { scope: "list_notes" });
-const list = await execute(fresh.access_token, "list_notes");
-console.log(`list_notes: ${list.status} ${JSON.stringify(list.body)}`);
-
-const location = listed.capabilities.find((c) => c.name === "export_notes")?.location;
-if (location !== undefined) {
-  const forExport = await oidc.clientCredentialsGrant(oauth, { resource: location });
-  const exported = await fetch(location, {
-    headers: { authorization: `Bearer ${forExport.access_token}` },
-  });
-  console.log(`export_notes: ${exported.status} ${JSON.stringify(await exported.text())}`);
+/** A fresh single-use token from the grant (client_credentials with the agent's own credentials). */
+async function freshToken(): Promise<string | undefined> {
+  try {
+    const parameters: Record<string, string> = { scope: capability as string };
+    if (wanted?.location !== undefined) parameters.resource = wanted.location;
+    const fresh = await oidc.clientCredentialsGrant(oauth, parameters);
+    return fresh.access_token;
+  } catch (error) {
+    const code = (error as { error?: string }).error;
+    say(
+      `no fresh token: ${code === "invalid_grant" ? "the grant was revoked or has expired (invalid_grant)" : (code ?? String(error))}`,
+    );
+    return undefined;
+  }
 }
+
+// The token from the approval is for the execute URL; a location capability needs one for its own URL.
+const first = wanted.location === undefined ? tokens.access_token : await freshToken();
+if (first === undefined || !(await run(first))) process.exit(1);
+do {
+  const token = await freshToken();
+  if (token === undefined) process.exit(1);
+  if (every !== undefined) await new Promise((resolve) => setTimeout(resolve, every * 1000));
+  if (!(await run(token))) process.exit(1);
+} while (every !== undefined);
+say("done");

@@ -1,61 +1,68 @@
 import { type AgentAuth, agentAuth } from "portcullis/agentauth";
 import { MemoryClientStore } from "portcullis/oauth2";
 
-/** The demo agent's API key: for local use only, its secret is public. */
-export const DEMO_AGENT = {
-  keyId: "demo-agent",
-  secret: process.env.PORTCULLIS_DEMO_AGENT_SECRET ?? "demo-agent-secret",
-} as const;
-
-/** What the demo capabilities work on. */
-export const notes: { by: string; text: string }[] = [];
+/** The demo agents' credentials: for local use only, their secrets are public. */
+export function demoAgents(env: Record<string, string | undefined> = process.env) {
+  return [
+    {
+      id: "demo-agent",
+      secret: env.PORTCULLIS_DEMO_AGENT_SECRET ?? "demo-agent-secret",
+      name: "Demo agent",
+    },
+    {
+      id: "demo-agent-2",
+      secret: env.PORTCULLIS_DEMO_AGENT_2_SECRET ?? "demo-agent-2-secret",
+      name: "Second demo agent",
+    },
+  ] as const;
+}
 
 /**
  * Agents of the example: they discover the capabilities, a signed-in human
- * approves a grant at /agent/approve, and they call the capabilities with
+ * approves a grant at /device, and they call the capabilities with
  * short-lived, single-use tokens. Memory stores: one process only.
  */
-export async function createAgents(issuer: string): Promise<AgentAuth> {
+export async function createAgents(
+  issuer: string,
+  options: Partial<Parameters<typeof agentAuth>[0]> = {},
+): Promise<AgentAuth> {
   const clients = new MemoryClientStore();
-  await clients.register({
-    clientId: DEMO_AGENT.keyId,
-    kind: "api_key",
-    secret: DEMO_AGENT.secret,
-    name: "Demo notes agent",
-  });
+  for (const agent of demoAgents())
+    await clients.register({ clientId: agent.id, secret: agent.secret, name: agent.name });
   return agentAuth({
     issuer,
     clients,
     providerName: "Portcullis example",
-    description: "Notes, for agents a human has approved.",
+    description: "Demo capabilities for agents a human has approved.",
+    paths: { verification: "/device" },
     capabilities: [
       {
-        name: "list_notes",
-        description: "Lists every note.",
-        handler: () => ({ notes }),
+        name: "get_time",
+        description: "Tells the server's current time.",
+        input: { type: "object", additionalProperties: false },
+        output: { type: "object", properties: { time: { type: "string" } } },
+        handler: () => ({ time: new Date().toISOString() }),
       },
       {
-        name: "add_note",
-        description: "Adds a note, signed by the agent.",
+        name: "echo",
+        description: "Answers the text it is given.",
         input: {
           type: "object",
-          properties: { text: { type: "string", minLength: 1, maxLength: 500 } },
+          properties: { text: { type: "string", maxLength: 1000 } },
           required: ["text"],
           additionalProperties: false,
         },
-        output: { type: "object", properties: { count: { type: "integer" } } },
-        handler: (args, session) => {
-          notes.push({ by: session.principalId, text: args.text as string });
-          return { count: notes.length };
-        },
+        output: { type: "object", properties: { text: { type: "string" } } },
+        handler: (args) => ({ text: args.text }),
       },
       {
-        name: "export_notes",
-        description: "Downloads the notes as text, from its own URL.",
-        location: `${issuer}/exports/notes`,
+        name: "export_report",
+        description: "Downloads a small report, from its own URL.",
+        location: `${issuer}/reports/export`,
       },
     ],
     // Ids and outcomes only: events never carry tokens or secrets.
     onEvent: (event) => console.log("agent event", JSON.stringify(event)),
+    ...options,
   });
 }

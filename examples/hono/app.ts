@@ -17,13 +17,27 @@ import {
   rateLimit,
   requireRole,
   type SessionStore,
+  sameOriginPath,
   securityHeaders,
   sessions,
+  signedInAt,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 import { agentSessionFrom } from "portcullis/agentauth";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
-import { createAgents, notes } from "./agents.ts";
+import { createAgents } from "./agents.ts";
+import {
+  adminPage,
+  agentsPage,
+  approvalOutcomePage,
+  devicePage,
+  FAVICON,
+  forbiddenPage,
+  homePage,
+  loginPage,
+  STYLESHEET,
+  type Viewer,
+} from "./pages.ts";
 
 const { match, routes } = authz;
 
@@ -41,6 +55,10 @@ export interface ExampleOptions {
   readonly loginLimit?: number;
   /** The public URL of the app, the OAuth issuer. Default `http://127.0.0.1:3000`. */
   readonly issuer?: string;
+  /** How recent a sign-in approving an agent must be. Default `PORTCULLIS_APPROVAL_MAX_AGE_SECONDS` or 300. */
+  readonly approvalMaxAgeSeconds?: number;
+  /** Polling interval handed to agents. Default 5 (`PORTCULLIS_POLL_INTERVAL_SECONDS`). */
+  readonly pollIntervalSeconds?: number;
 }
 
 /** The example application: a Hono router behind the whole security chain. */
@@ -62,43 +80,132 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
 
   const issuer = options.issuer ?? "http://127.0.0.1:3000";
-  const agents = await createAgents(issuer);
+  const maxAgeMs =
+    1000 *
+    (options.approvalMaxAgeSeconds ??
+      Number(process.env.PORTCULLIS_APPROVAL_MAX_AGE_SECONDS ?? 300));
+  const agents = await createAgents(issuer, {
+    pollIntervalSeconds:
+      options.pollIntervalSeconds ?? Number(process.env.PORTCULLIS_POLL_INTERVAL_SECONDS ?? 5),
+    // The answer to the approval form, as a page of the example.
+    approvalResponse: async ({ action, outcome }, request) => {
+      const viewer = await viewerOf(request);
+      if (outcome.ok)
+        return html(
+          approvalOutcomePage(
+            viewer,
+            action === "approve"
+              ? "The agent is approved. It can now use what it asked for."
+              : "The agent's request was denied.",
+            true,
+          ),
+        );
+      const message =
+        outcome.reason === "too_many_attempts"
+          ? "Too many wrong codes. Wait a while before trying again."
+          : outcome.reason === "invalid_request"
+            ? "The form was incomplete."
+            : "That code is not valid. Check it and try again.";
+      return html(
+        approvalOutcomePage(viewer, message, false),
+        outcome.reason === "too_many_attempts" ? 429 : 400,
+      );
+    },
+  });
+
+  const viewerOf = async (request: Request): Promise<Viewer> => ({
+    name: mustAuthentication(request).name,
+    csrfToken: await csrfToken(request),
+  });
+  const wantsHtml = (accept: string | undefined) => (accept ?? "").includes("text/html");
+  // Approving an agent asks for a recent sign-in: a session left open on a shared screen is not enough.
+  const signInAgain = (request: Request, back: string): Response | undefined => {
+    const at = signedInAt(request);
+    if (at !== undefined && Date.now() - at <= maxAgeMs) return undefined;
+    const next = sameOriginPath(back) ?? "/device";
+    return new Response(null, {
+      status: 303,
+      headers: {
+        location: `/login?again&next=${encodeURIComponent(next)}`,
+        "cache-control": "no-store",
+      },
+    });
+  };
 
   const app = new Hono();
   app.get("/public/hello", (c) => c.json({ message: "hello, whoever you are" }));
+  app.get("/style.css", (c) =>
+    c.body(STYLESHEET, 200, {
+      "content-type": "text/css; charset=utf-8",
+      "cache-control": "public, max-age=3600",
+    }),
+  );
+  app.get("/favicon.ico", (c) =>
+    c.body(FAVICON, 200, {
+      "content-type": "image/svg+xml",
+      "cache-control": "public, max-age=86400",
+    }),
+  );
 
   app.get("/login", async (c) => {
     const token = await csrfToken(c);
-    const failed = c.req.query("error") !== undefined;
-    return c.html(loginPage(token, failed));
+    const next = sameOriginPath(c.req.query("next"));
+    return c.html(
+      loginPage(token, {
+        failed: c.req.query("error") !== undefined,
+        again: c.req.query("again") !== undefined,
+        ...(next === undefined ? {} : { next }),
+      }),
+    );
   });
 
   app.get("/", async (c) => {
     // Integration pattern 1: the chain in front of the router resolved the principal.
     const me = mustAuthentication(c);
-    if (!(c.req.header("accept") ?? "").includes("text/html"))
+    if (!wantsHtml(c.req.header("accept")))
       return c.json({ name: me.name, authorities: me.authorities });
-    return c.html(homePage(me.name, me.authorities, await csrfToken(c)));
+    return c.html(homePage(await viewerOf(c.req.raw), me.authorities));
   });
 
   app.get("/staff/*", (c) =>
     c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name }),
   );
 
-  // Agents: a signed-in human enters the code an agent shows, reviews what it asks for, decides.
-  app.get("/agent/approve", async (c) =>
-    c.html(agentCodePage(await csrfToken(c), c.req.query("user_code") ?? "")),
-  );
-  app.post("/agent/review", async (c) => {
-    const form = await c.req.formData();
-    const described = await agents.describe(c.req.raw, form.get("user_code"));
-    return c.html(agentReviewPage(await csrfToken(c), described), described.ok ? 200 : 400);
+  // The verification page agents send their human to: the code, what the agent asks for, Approve / Deny.
+  app.get("/device", async (c) => {
+    const code = c.req.query("user_code") ?? "";
+    const stale = signInAgain(
+      c.req.raw,
+      c.req.path + (code === "" ? "" : `?user_code=${encodeURIComponent(code)}`),
+    );
+    if (stale) return stale;
+    const viewer = await viewerOf(c.req.raw);
+    if (code === "") return c.html(devicePage(viewer, "", undefined));
+    const described = await agents.describe(c.req.raw, code);
+    if (!described.ok)
+      return c.html(
+        devicePage(
+          viewer,
+          code,
+          undefined,
+          described.reason === "too_many_attempts"
+            ? "Too many wrong codes. Wait a while."
+            : "That code is not valid.",
+        ),
+        described.reason === "too_many_attempts" ? 429 : 400,
+      );
+    return c.html(devicePage(viewer, described.userCode, described));
   });
-  app.post("/agent/approve", (c) => agents.approve(c.req.raw));
-  // "Agents I have approved", with revoke buttons.
+  app.post("/device/approve", async (c) => {
+    const stale = signInAgain(c.req.raw, "/device");
+    if (stale) return stale;
+    return agents.approve(c.req.raw);
+  });
+
+  // Connected agents: the signed-in human's grants, with a Revoke button each.
   app.get("/agents", async (c) => {
     const grants = await agents.grantsApprovedBy(mustAuthentication(c).name);
-    return c.html(grantsPage(await csrfToken(c), grants));
+    return c.html(agentsPage(await viewerOf(c.req.raw), grants));
   });
   app.post("/agents/revoke", async (c) => {
     const grantId = String((await c.req.formData()).get("grant_id") ?? "");
@@ -106,25 +213,34 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     if (mine.some((grant) => grant.grantId === grantId)) await agents.revoke(grantId);
     return c.redirect("/agents", 303);
   });
+
   // A capability served at its own location: only a token minted for this URL opens it.
-  const exportGuard = agents.resolveSession(`${issuer}/exports/notes`);
-  app.get("/exports/notes", (c) =>
-    exportGuard(async (request) => {
+  const reportGuard = agents.resolveSession(`${issuer}/reports/export`);
+  app.get("/reports/export", (c) =>
+    reportGuard(async (request) => {
       const session = agentSessionFrom(request);
-      const text = notes.map((note) => `${note.by}: ${note.text}`).join("\n");
-      return new Response(`exported for ${session?.principalId}\n${text}\n`);
+      return Response.json({
+        report: "demo report",
+        for: session?.principalId,
+        approvedBy: session?.approvedBy,
+        generatedAt: new Date().toISOString(),
+      });
     })(c.req.raw),
   );
 
   // Integration pattern 2: a literal role guard on the framework's route group.
   const admin = new Hono();
   admin.use("*", honoMiddleware(requireRole("ADMIN")));
-  admin.get("/panel", (c) => c.json({ area: "admin", name: mustAuthentication(c).name }));
+  admin.get("/panel", async (c) => {
+    if (!wantsHtml(c.req.header("accept")))
+      return c.json({ area: "admin", name: mustAuthentication(c).name });
+    return c.html(adminPage(await viewerOf(c.req.raw)));
+  });
   app.route("/admin", admin);
 
   const corsOrigin =
     options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
-  // The OAuth endpoints answer first; every other path goes to the router.
+  // The agent and OAuth endpoints answer first; every other path goes to the router.
   const router: Handler = async (request, ...rest) =>
     (await agents.route(request)) ?? app.fetch(request, ...rest);
   return newHandler(router, {
@@ -140,8 +256,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
           limit: options.publicLimit ?? 100,
           windowMs: 60_000,
         },
-        { name: "oauth", match: "/oauth/**", limit: 60, windowMs: 60_000 },
-        { name: "execute", match: "/capability/**", limit: 120, windowMs: 60_000 },
+        { name: "oauth", match: "/oauth/**", limit: 120, windowMs: 60_000 },
+        { name: "capabilities", match: "/capability/**", limit: 240, windowMs: 60_000 },
         {
           name: "login",
           match: "/login",
@@ -156,8 +272,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       secure: false,
       ...(options.sessionStore ? { store: options.sessionStore } : {}),
     }),
-    // HTTP Basic stays available for API calls; without credentials a request goes on as anonymous.
-    // Agents list capabilities with their own API key; humans may use HTTP Basic.
+    // Agents list capabilities with their own credentials; API callers may use HTTP Basic.
     authentication: [
       agents.authenticator,
       basicAuth({ credentials, realm: "portcullis example", required: false }),
@@ -170,15 +285,19 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       failureRedirect: "/login?error",
       logoutRedirect: "/login",
     }),
+    // Page loads that are not signed in go to /login and back; a 403 gets a page, not JSON.
+    browserDenials: { signInPath: "/login", forbiddenPage: () => html(forbiddenPage(), 403) },
     authorization: routes(
       [
         match("GET", "/public/**").permitAll(),
         match("GET", "/login").permitAll(),
+        match("GET", "/style.css").permitAll(),
+        match("GET", "/favicon.ico").permitAll(),
         match("GET", "/").authenticated(),
         match("GET", "/staff/**").hasRole("STAFF"),
         match("GET", "/admin/**").authenticated(), // the route group's guard asks for ADMIN
         // Agents: discovery and OAuth are public (clients authenticate themselves there);
-        // the list answers 401 itself; execute and the location check the capability token.
+        // the list answers 401 itself; execute and the report check the capability token.
         match("GET", "/.well-known/agent-configuration").permitAll(),
         match("GET", "/.well-known/oauth-authorization-server").permitAll(),
         match("GET", "/.well-known/jwks.json").permitAll(),
@@ -186,11 +305,12 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("POST", "/oauth/token").permitAll(),
         match("GET", "/capability/list").permitAll(),
         match("POST", "/capability/execute").permitAll(),
-        match("GET", "/exports/notes").permitAll(),
+        match("GET", "/reports/export").permitAll(),
         // The human side: ordinary signed-in pages with CSRF-protected forms.
-        match(["GET", "POST"], "/agent/**").authenticated(),
-        match(["GET", "POST"], "/agents/**").authenticated(),
+        match("GET", "/device").authenticated(),
+        match("POST", "/device/approve").authenticated(),
         match("GET", "/agents").authenticated(),
+        match("POST", "/agents/revoke").authenticated(),
         // Anything else, including paths the router has no route for, is denied.
       ],
       { hierarchy: "ADMIN > STAFF > USER" },
@@ -198,106 +318,9 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
 }
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
-}
-
-function loginPage(token: string, failed: boolean): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign in · Portcullis example</title></head>
-<body>
-<h1>Sign in</h1>
-${failed ? '<p id="error" role="alert">Wrong username or password.</p>' : ""}
-<form method="post" action="/login">
-  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
-  <label>Username <input name="username" autocomplete="username" required></label>
-  <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
-  <button type="submit">Sign in</button>
-</form>
-<p>Demo accounts (local use only): alice / demo-alice, sam / demo-sam, ada / demo-ada.</p>
-</body></html>`;
-}
-
-function agentCodePage(token: string, userCode: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Approve an agent · Portcullis example</title></head>
-<body>
-<h1>Approve an agent</h1>
-<p>Enter the code the agent shows.</p>
-<form method="post" action="/agent/review">
-  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
-  <label>Code <input name="user_code" value="${escapeHtml(userCode)}" autocomplete="off" required></label>
-  <button type="submit">Continue</button>
-</form>
-</body></html>`;
-}
-
-function agentReviewPage(
-  token: string,
-  described: Awaited<ReturnType<Awaited<ReturnType<typeof createAgents>>["describe"]>>,
-): string {
-  if (!described.ok)
-    return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Approve an agent</title></head>
-<body><p id="outcome">${described.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is not valid."}</p>
-<p><a href="/agent/approve">Try again</a></p></body></html>`;
-  const items = described.capabilities
-    .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
-    .join("");
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Approve an agent · Portcullis example</title></head>
-<body>
-<h1>${escapeHtml(described.agentName ?? described.principalId)} asks for</h1>
-<ul id="capabilities">${items}</ul>
-<p>Agent id <code>${escapeHtml(described.principalId)}</code>, code ${escapeHtml(described.userCode)}.</p>
-<form method="post" action="/agent/approve">
-  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
-  <input type="hidden" name="user_code" value="${escapeHtml(described.userCode)}">
-  <button type="submit" name="action" value="approve">Approve</button>
-  <button type="submit" name="action" value="deny">Deny</button>
-</form>
-</body></html>`;
-}
-
-function grantsPage(
-  token: string,
-  grants: readonly {
-    grantId: string;
-    principalId: string;
-    status: string;
-    capabilities: readonly string[];
-    expiresAt: number;
-  }[],
-): string {
-  const rows = grants
-    .map(
-      (
-        g,
-      ) => `<tr><td>${escapeHtml(g.principalId)}</td><td>${escapeHtml(g.capabilities.join(", "))}</td>
-<td>${escapeHtml(g.status)}</td><td>${new Date(g.expiresAt).toISOString()}</td><td>${
-        g.status === "active"
-          ? `<form method="post" action="/agents/revoke"><input type="hidden" name="_csrf" value="${escapeHtml(token)}"><input type="hidden" name="grant_id" value="${escapeHtml(g.grantId)}"><button type="submit">Revoke</button></form>`
-          : ""
-      }</td></tr>`,
-    )
-    .join("");
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Agents I have approved · Portcullis example</title></head>
-<body>
-<h1>Agents I have approved</h1>
-<table><tr><th>Agent</th><th>Capabilities</th><th>Status</th><th>Expires</th><th></th></tr>${rows}</table>
-</body></html>`;
-}
-
-function homePage(name: string, authorities: readonly string[], token: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Home · Portcullis example</title></head>
-<body>
-<h1 id="welcome">Signed in as ${escapeHtml(name)}</h1>
-<p>Authorities: <span id="authorities">${escapeHtml(authorities.join(", "))}</span></p>
-<ul><li><a href="/staff/reports">Staff area</a></li><li><a href="/admin/panel">Admin panel</a></li></ul>
-<form method="post" action="/logout">
-  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
-  <button type="submit">Sign out</button>
-</form>
-</body></html>`;
+function html(body: string, status = 200): Response {
+  return new Response(body, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  });
 }

@@ -1,4 +1,5 @@
 import { serve } from "@hono/node-server";
+import { demoAgents } from "./agents.ts";
 import { createExampleHandler, demoAccounts } from "./app.ts";
 
 const port = Number(process.env.PORT ?? 3000);
@@ -20,5 +21,9 @@ serve({ fetch: handler, port, hostname: host }, (info) => {
   }
   console.log("");
   console.log(`API calls may use HTTP Basic:  curl -u sam:demo-sam ${url}/staff/reports`);
-  console.log(`A device signs in with:        npx tsx examples/device/device.ts ${url}`);
+  console.log("");
+  console.log("!! DEMO AGENTS, FOR LOCAL USE ONLY: their secrets are public. !!");
+  for (const agent of demoAgents()) console.log(`   ${agent.id.padEnd(13)} secret ${agent.secret}`);
+  console.log(`An agent asks for approval with:  npm run agent -- echo '{"text":"hello"}'`);
+  console.log(`then approve its code at ${url}/device; your connected agents are at ${url}/agents`);
 });

@@ -85,6 +85,8 @@ export interface AgentAuthOptions {
   readonly deviceCodeLifetimeSeconds?: number;
   /** Device polling interval. Default 5. */
   readonly pollIntervalSeconds?: number;
+  /** Builds the page answering the approval form (`agents.approve`). Default: a minimal HTML page. */
+  readonly approvalResponse?: AgentApproveOptions["respond"];
   /** Largest execute body. Default 65 536. */
   readonly maxBodyBytes?: number;
   /** Every store call is bounded by this; a failure or timeout answers 503. Default 1000. */
@@ -156,6 +158,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     "grantTtlSeconds",
     "deviceCodeLifetimeSeconds",
     "pollIntervalSeconds",
+    "approvalResponse",
     "maxBodyBytes",
     "storeTimeoutMs",
     "onEvent",
@@ -295,7 +298,9 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     discovery,
     capabilities,
     execute,
-    approve: agentApproveHandler(runtime, service, {} satisfies AgentApproveOptions),
+    approve: agentApproveHandler(runtime, service, {
+      ...(options.approvalResponse === undefined ? {} : { respond: options.approvalResponse }),
+    }),
     authenticator: agentCredentials({ clients: options.clients, storeTimeoutMs }),
     resolveSession: (location: string) => resolveSession(runtime, location),
     describe: (request: Request, userCode: unknown) =>

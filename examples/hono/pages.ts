@@ -1,0 +1,212 @@
+/** The example's HTML pages: plain markup, one stylesheet, no script (the CSP allows none inline). */
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+export interface Viewer {
+  readonly name: string;
+  readonly csrfToken: string;
+}
+
+/** The frame every page shares: a header with the signed-in name and a sign-out button. */
+export function layout(title: string, body: string, viewer?: Viewer): string {
+  const nav =
+    viewer === undefined
+      ? `<a href="/login">Sign in</a>`
+      : `<span>Signed in as <strong>${escapeHtml(viewer.name)}</strong></span>
+    <a href="/">Start</a> <a href="/agents">Connected agents</a>
+    <form method="post" action="/logout" class="inline">
+      <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}">
+      <button type="submit">Sign out</button>
+    </form>`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · Portcullis example</title>
+<link rel="stylesheet" href="/style.css">
+</head>
+<body>
+<header><a class="brand" href="/">Portcullis example</a><nav>${nav}</nav></header>
+<main>
+${body}
+</main>
+</body>
+</html>`;
+}
+
+export function loginPage(
+  token: string,
+  options: { failed: boolean; next?: string; again?: boolean },
+): string {
+  const notice = options.failed
+    ? '<p id="error" class="error" role="alert">Wrong username or password.</p>'
+    : options.again
+      ? '<p id="again" class="notice" role="status">Please sign in again to approve an agent: your sign-in is too old.</p>'
+      : "";
+  return layout(
+    "Sign in",
+    `<h1>Sign in</h1>
+${notice}
+<form method="post" action="/login" class="stack">
+  <input type="hidden" name="_csrf" value="${escapeHtml(token)}">
+  ${options.next === undefined ? "" : `<input type="hidden" name="next" value="${escapeHtml(options.next)}">`}
+  <label for="username">Username</label>
+  <input id="username" name="username" autocomplete="username" required autofocus>
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password" autocomplete="current-password" required>
+  <button type="submit">Sign in</button>
+</form>
+<p class="muted">Demo accounts, for local use only: alice / demo-alice (USER), sam / demo-sam (STAFF), ada / demo-ada (ADMIN).</p>`,
+  );
+}
+
+export function homePage(viewer: Viewer, authorities: readonly string[]): string {
+  return layout(
+    "Start",
+    `<h1 id="welcome">Signed in as ${escapeHtml(viewer.name)}</h1>
+<p>Authorities: <span id="authorities">${escapeHtml(authorities.join(", "))}</span></p>
+<ul>
+  <li><a href="/staff/reports">Staff area</a> (STAFF, and ADMIN through the hierarchy)</li>
+  <li><a href="/admin/panel">Admin panel</a> (ADMIN only, by the route group's literal guard)</li>
+  <li><a href="/device">Approve an agent</a> and see your <a href="/agents">connected agents</a></li>
+</ul>`,
+    viewer,
+  );
+}
+
+export function adminPage(viewer: Viewer): string {
+  return layout("Admin panel", `<h1>Admin panel</h1><p>Only ADMIN sees this page.</p>`, viewer);
+}
+
+export function forbiddenPage(): string {
+  return layout(
+    "Not allowed",
+    `<h1>Not allowed</h1>
+<p>Your account may not open this page.</p>
+<p><a href="/">Back to the start page</a></p>`,
+  );
+}
+
+export interface ApprovalView {
+  readonly agentName?: string;
+  readonly principalId: string;
+  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+}
+
+/** The verification page: the code field, and what the agent asks for when the code is known. */
+export function devicePage(
+  viewer: Viewer,
+  userCode: string,
+  request: ApprovalView | undefined,
+  problem?: string,
+): string {
+  const asks =
+    request === undefined
+      ? ""
+      : `<section class="card" id="request">
+  <h2><span id="agent-name">${escapeHtml(request.agentName ?? request.principalId)}</span> asks for</h2>
+  <p class="muted">Agent id <code id="agent-id">${escapeHtml(request.principalId)}</code></p>
+  <ul id="capabilities">${request.capabilities
+    .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
+    .join("")}</ul>
+</section>`;
+  return layout(
+    "Approve an agent",
+    `<h1>Approve an agent</h1>
+${problem === undefined ? "" : `<p id="error" class="error" role="alert">${escapeHtml(problem)}</p>`}
+${asks}
+<form method="post" action="/device/approve" class="stack">
+  <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}">
+  <label for="user_code">Code</label>
+  <input id="user_code" name="user_code" value="${escapeHtml(userCode)}" autocomplete="off" required>
+  <div class="row">
+    <button type="submit" name="action" value="approve">Approve</button>
+    <button type="submit" name="action" value="deny" class="secondary">Deny</button>
+  </div>
+</form>
+<p class="muted">Approving lets the agent use these capabilities for 24 hours, until you revoke it.</p>`,
+    viewer,
+  );
+}
+
+export function approvalOutcomePage(
+  viewer: Viewer | undefined,
+  message: string,
+  ok: boolean,
+): string {
+  return layout(
+    ok ? "Done" : "Not done",
+    `<h1>${ok ? "Done" : "Not done"}</h1>
+<p id="outcome" class="${ok ? "notice" : "error"}">${escapeHtml(message)}</p>
+<p><a href="/agents">Connected agents</a> · <a href="/device">Approve another</a></p>`,
+    viewer,
+  );
+}
+
+export interface GrantRow {
+  readonly grantId: string;
+  readonly principalId: string;
+  readonly status: string;
+  readonly capabilities: readonly string[];
+  readonly createdAt: number;
+  readonly expiresAt: number;
+}
+
+export function agentsPage(viewer: Viewer, grants: readonly GrantRow[]): string {
+  const rows = grants
+    .map(
+      (g) => `<tr>
+  <td>${escapeHtml(g.principalId)}</td>
+  <td>${escapeHtml(g.capabilities.join(", ") || "none")}</td>
+  <td>${new Date(g.createdAt).toISOString().slice(0, 16).replace("T", " ")}</td>
+  <td>${new Date(g.expiresAt).toISOString().slice(0, 16).replace("T", " ")}</td>
+  <td>${escapeHtml(g.status)}</td>
+  <td>${
+    g.status === "active"
+      ? `<form method="post" action="/agents/revoke"><input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}"><input type="hidden" name="grant_id" value="${escapeHtml(g.grantId)}"><button type="submit">Revoke</button></form>`
+      : ""
+  }</td>
+</tr>`,
+    )
+    .join("\n");
+  return layout(
+    "Connected agents",
+    `<h1>Connected agents</h1>
+${
+  grants.length === 0
+    ? "<p>You have not approved any agent.</p>"
+    : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
+<tbody>${rows}</tbody></table>`
+}`,
+    viewer,
+  );
+}
+
+export const STYLESHEET = `:root { color-scheme: light dark; --accent: #1d4ed8; --error: #b91c1c; --ok: #166534; }
+* { box-sizing: border-box; }
+body { font: 16px/1.5 system-ui, sans-serif; margin: 0; }
+header { display: flex; gap: 1rem; align-items: center; justify-content: space-between; padding: .75rem 1.5rem; border-bottom: 1px solid #8884; }
+header nav { display: flex; gap: 1rem; align-items: center; }
+.brand { font-weight: 600; text-decoration: none; }
+main { max-width: 44rem; margin: 2rem auto; padding: 0 1.5rem; }
+a { color: var(--accent); }
+.stack { display: grid; gap: .5rem; max-width: 22rem; }
+.row { display: flex; gap: .5rem; }
+.inline { display: inline; }
+input { font: inherit; padding: .45rem .6rem; border: 1px solid #888; border-radius: .3rem; }
+button { font: inherit; padding: .45rem .9rem; border: 0; border-radius: .3rem; background: var(--accent); color: #fff; cursor: pointer; }
+button.secondary { background: #4b5563; }
+:focus-visible { outline: 3px solid #f59e0b; outline-offset: 2px; }
+.error { color: var(--error); font-weight: 600; }
+.notice { color: var(--ok); font-weight: 600; }
+.muted { color: #6b7280; }
+.card { border: 1px solid #8884; border-radius: .5rem; padding: 1rem; margin: 1rem 0; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: .4rem; border-bottom: 1px solid #8884; }
+`;
+
+/** A small shield, as SVG: browsers take it for /favicon.ico. */
+export const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1 2 3v4c0 4 3 7 6 8 3-1 6-4 6-8V3z" fill="#1d4ed8"/></svg>`;
