@@ -1,3 +1,10 @@
+export {
+  RedisDeviceCodeStore,
+  type RedisDeviceCodeStoreOptions,
+  RedisGrantStore,
+  RedisPendingRequestStore,
+  RedisReplayStore,
+} from "./agent-stores.ts";
 export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
 export {
   RedisLoginAttemptStore,
@@ -9,6 +16,7 @@ export {
   type RedisRateLimitStoreOptions,
   type RedisScriptingClient,
 } from "./rate-limit-store.ts";
+export type { ScriptedStoreOptions as RedisStoreOptions } from "./script.ts";
 export {
   type RedisSessionClient,
   RedisSessionStore,

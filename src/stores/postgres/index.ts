@@ -1,0 +1,14 @@
+/**
+ * Agent stores on PostgreSQL through `pg`: durable grants and replay
+ * protection shared by every instance. Apply the schema first with
+ * `migrate(pool)` or `migration.sql`.
+ */
+
+export { MIGRATION } from "./migration.ts";
+export {
+  migrate,
+  PostgresGrantStore,
+  type PostgresQueryable,
+  PostgresReplayStore,
+  type PostgresStoreOptions,
+} from "./postgres-stores.ts";

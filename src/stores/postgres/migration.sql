@@ -1,0 +1,23 @@
+-- Portcullis agent stores: grants (durable) and used capability-token ids.
+-- Apply once per database: psql -f migration.sql, or migrate(pool) from
+-- portcullis/stores/postgres. Every statement can run again safely.
+
+CREATE TABLE IF NOT EXISTS portcullis_grants (
+  grant_id     text PRIMARY KEY,
+  principal_id text NOT NULL,
+  status       text NOT NULL CHECK (status IN ('active', 'revoked', 'expired')),
+  capabilities text[] NOT NULL,
+  approved_by  text NOT NULL,
+  created_at   bigint NOT NULL,
+  expires_at   bigint NOT NULL,
+  revoked_at   bigint
+);
+CREATE INDEX IF NOT EXISTS portcullis_grants_principal ON portcullis_grants (principal_id, created_at DESC);
+CREATE INDEX IF NOT EXISTS portcullis_grants_approver ON portcullis_grants (approved_by, created_at DESC);
+CREATE INDEX IF NOT EXISTS portcullis_grants_expires ON portcullis_grants (expires_at);
+
+CREATE TABLE IF NOT EXISTS portcullis_replay (
+  jti        text PRIMARY KEY,
+  expires_at bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS portcullis_replay_expires ON portcullis_replay (expires_at);

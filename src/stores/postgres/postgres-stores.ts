@@ -1,0 +1,182 @@
+import type { Grant, GrantStore } from "../../agentauth/grants.ts";
+import type { ReplayStore } from "../../agentauth/replay.ts";
+import { withDeadline } from "../../core/deadline.ts";
+import { InvalidOptionsError } from "../../core/errors.ts";
+import { rejectUnknownKeys } from "../../core/options.ts";
+import { MIGRATION } from "./migration.ts";
+
+/**
+ * What the stores need of `pg`: a `Pool` (or a client) that runs parameterised
+ * queries. Typed by shape, so the stores do not pin pg's own types.
+ */
+export interface PostgresQueryable {
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+}
+
+export interface PostgresStoreOptions {
+  /** A `pg.Pool`; the store never ends it. Give it `query_timeout` and `connectionTimeoutMillis` too. */
+  readonly pool: PostgresQueryable;
+  /** A query not answered within this many milliseconds rejects (the request then answers 503). Default 1000. */
+  readonly timeoutMs?: number;
+}
+
+/** Creates the tables and indexes the stores use (`migration.sql`); safe to run again. */
+export async function migrate(pool: PostgresQueryable): Promise<void> {
+  await pool.query(MIGRATION);
+}
+
+abstract class PostgresStore {
+  protected readonly pool: PostgresQueryable;
+  readonly #timeoutMs: number;
+
+  constructor(name: string, options: PostgresStoreOptions) {
+    rejectUnknownKeys(name, options, ["pool", "timeoutMs"]);
+    if (typeof options?.pool?.query !== "function")
+      throw new InvalidOptionsError(`${name} needs a pg Pool`);
+    this.pool = options.pool;
+    this.#timeoutMs = options.timeoutMs ?? 1000;
+    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1)
+      throw new InvalidOptionsError(`${name} timeoutMs must be a positive integer`);
+  }
+
+  protected query(text: string, values: unknown[]) {
+    return withDeadline(this.pool.query(text, values), this.#timeoutMs, "PostgreSQL");
+  }
+}
+
+// Expired rows are removed on access: one delete every this many calls, no timer.
+const PRUNE_EVERY = 500;
+
+/**
+ * `ReplayStore` on PostgreSQL: one `INSERT ... ON CONFLICT` per token id. A
+ * row whose token has expired may be taken over in the same statement.
+ */
+export class PostgresReplayStore extends PostgresStore implements ReplayStore {
+  #calls = 0;
+
+  constructor(options: PostgresStoreOptions) {
+    super("PostgresReplayStore", options);
+  }
+
+  async setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean> {
+    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    const result = await this.query(
+      `INSERT INTO portcullis_replay (jti, expires_at) VALUES ($1, $2)
+       ON CONFLICT (jti) DO UPDATE SET expires_at = EXCLUDED.expires_at
+       WHERE portcullis_replay.expires_at <= $3
+       RETURNING jti`,
+      [jti, Math.ceil(expiresAt), now],
+    );
+    return result.rowCount === 1;
+  }
+
+  /** Deletes the rows of tokens that have expired; also a maintenance call for a scheduled job. */
+  async prune(now = Date.now()): Promise<number> {
+    const result = await this.query("DELETE FROM portcullis_replay WHERE expires_at <= $1", [now]);
+    return result.rowCount ?? 0;
+  }
+}
+
+// Ended grants stay listed this long after they expire; `prune` removes older ones.
+const GRANT_RETENTION_MS = 30 * 86_400_000;
+
+/** `GrantStore` on PostgreSQL: grants survive restarts; revocation is one conditional update. */
+export class PostgresGrantStore extends PostgresStore implements GrantStore {
+  #calls = 0;
+
+  constructor(options: PostgresStoreOptions) {
+    super("PostgresGrantStore", options);
+  }
+
+  async create(grant: Grant): Promise<void> {
+    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(grant.createdAt);
+    await this.query(
+      `INSERT INTO portcullis_grants
+         (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        grant.grantId,
+        grant.principalId,
+        grant.status,
+        [...grant.capabilities],
+        grant.approvedBy,
+        grant.createdAt,
+        grant.expiresAt,
+        grant.revokedAt ?? null,
+      ],
+    );
+  }
+
+  async get(grantId: string): Promise<Grant | undefined> {
+    const result = await this.query("SELECT * FROM portcullis_grants WHERE grant_id = $1", [
+      grantId,
+    ]);
+    const row = result.rows[0];
+    return row === undefined ? undefined : toGrant(row);
+  }
+
+  async listByPrincipal(principalId: string): Promise<readonly Grant[]> {
+    const result = await this.query(
+      "SELECT * FROM portcullis_grants WHERE principal_id = $1 ORDER BY created_at DESC",
+      [principalId],
+    );
+    return result.rows.map(toGrant);
+  }
+
+  async listByApprover(approvedBy: string): Promise<readonly Grant[]> {
+    const result = await this.query(
+      "SELECT * FROM portcullis_grants WHERE approved_by = $1 ORDER BY created_at DESC",
+      [approvedBy],
+    );
+    return result.rows.map(toGrant);
+  }
+
+  async revoke(
+    grantId: string,
+    capabilities: readonly string[] | undefined,
+    now: number,
+  ): Promise<Grant | undefined> {
+    // One statement, computed from the row as locked: when revocations race,
+    // each one re-reads the row the one before it wrote, so none is lost.
+    const kept = `COALESCE(ARRAY(
+           SELECT c FROM unnest(capabilities) WITH ORDINALITY AS t(c, i)
+           WHERE $2::text[] IS NOT NULL AND NOT (c = ANY($2::text[])) ORDER BY i), '{}')`;
+    const result = await this.query(
+      `UPDATE portcullis_grants SET
+         capabilities = ${kept},
+         status = CASE WHEN cardinality(${kept}) = 0 THEN 'revoked' ELSE status END,
+         revoked_at = CASE WHEN cardinality(${kept}) = 0 THEN COALESCE(revoked_at, $3) ELSE revoked_at END
+       WHERE grant_id = $1
+       RETURNING *`,
+      [grantId, capabilities === undefined ? null : [...capabilities], now],
+    );
+    const row = result.rows[0];
+    return row === undefined ? undefined : toGrant(row);
+  }
+
+  /** Deletes grants that ended more than 30 days ago; also a maintenance call for a scheduled job. */
+  async prune(now = Date.now()): Promise<number> {
+    const result = await this.query("DELETE FROM portcullis_grants WHERE expires_at <= $1", [
+      now - GRANT_RETENTION_MS,
+    ]);
+    return result.rowCount ?? 0;
+  }
+}
+
+function toGrant(row: Record<string, unknown>): Grant {
+  return {
+    grantId: String(row.grant_id),
+    principalId: String(row.principal_id),
+    status: row.status as Grant["status"],
+    capabilities: (row.capabilities as string[]) ?? [],
+    approvedBy: String(row.approved_by),
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    ...(row.revoked_at === null || row.revoked_at === undefined
+      ? {}
+      : { revokedAt: Number(row.revoked_at) }),
+  };
+}

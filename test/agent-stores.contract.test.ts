@@ -1,0 +1,369 @@
+/**
+ * One contract, run against every implementation of each agent store
+ * (memory, Redis, PostgreSQL), so they behave the same, races included.
+ */
+import { readFileSync } from "node:fs";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type Grant,
+  type GrantStore,
+  MemoryGrantStore,
+  MemoryPendingRequestStore,
+  MemoryReplayStore,
+  type PendingRequestStore,
+  type ReplayStore,
+} from "../src/agentauth/index.ts";
+import {
+  type DeviceCodeRecord,
+  type DeviceCodeStore,
+  MemoryDeviceCodeStore,
+} from "../src/oauth2/index.ts";
+import {
+  MIGRATION,
+  migrate,
+  PostgresGrantStore,
+  PostgresReplayStore,
+} from "../src/stores/postgres/index.ts";
+import {
+  RedisDeviceCodeStore,
+  RedisGrantStore,
+  RedisPendingRequestStore,
+  RedisReplayStore,
+} from "../src/stores/redis/index.ts";
+import { redisForTests } from "../src/stores/redis/testing/redis.ts";
+
+const redis = redisForTests();
+const schema = `portcullis_test_${crypto.randomUUID().replace(/-/g, "")}`;
+const pool = new pg.Pool({
+  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  options: `-c search_path=${schema}`,
+  max: 20,
+});
+
+beforeAll(async () => {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await migrate(pool);
+  await migrate(pool); // a second run changes nothing
+});
+
+afterAll(async () => {
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
+});
+
+let n = 0;
+const unique = (what: string) => `${what}-${Date.now()}-${n++}`;
+const NOW = Date.now();
+
+const replayStores: [string, () => ReplayStore][] = [
+  ["memory", () => new MemoryReplayStore()],
+  ["Redis", () => new RedisReplayStore({ client: redis.client, prefix: `${redis.prefix}jti:` })],
+  ["PostgreSQL", () => new PostgresReplayStore({ pool })],
+];
+const grantStores: [string, () => GrantStore][] = [
+  ["memory", () => new MemoryGrantStore()],
+  [
+    "Redis",
+    () => new RedisGrantStore({ client: redis.client, prefix: `${redis.prefix}grant:${n++}:` }),
+  ],
+  ["PostgreSQL", () => new PostgresGrantStore({ pool })],
+];
+const deviceStores: [string, () => DeviceCodeStore][] = [
+  ["memory", () => new MemoryDeviceCodeStore({ maxPendingPerClient: 3 })],
+  [
+    "Redis",
+    () =>
+      new RedisDeviceCodeStore({
+        client: redis.client,
+        prefix: `${redis.prefix}device:${n++}:`,
+        maxPendingPerClient: 3,
+      }),
+  ],
+];
+const pendingStores: [string, () => PendingRequestStore][] = [
+  ["memory", () => new MemoryPendingRequestStore()],
+  [
+    "Redis",
+    () =>
+      new RedisPendingRequestStore({
+        client: redis.client,
+        prefix: `${redis.prefix}pending:${n++}:`,
+      }),
+  ],
+];
+
+describe.each(replayStores)("ReplayStore: %s", (_name, make) => {
+  it("records an id once, however many race for it", async () => {
+    const store = make();
+    const jti = unique("jti");
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () => store.setIfAbsent(jti, Date.now() + 60_000, Date.now())),
+    );
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.setIfAbsent(jti, Date.now() + 60_000, Date.now())).toBe(false);
+    expect(await store.setIfAbsent(unique("jti"), Date.now() + 60_000, Date.now())).toBe(true);
+  });
+
+  it("forgets an id once its token has expired", async () => {
+    const store = make();
+    const jti = unique("jti");
+    expect(await store.setIfAbsent(jti, Date.now() + 150, Date.now())).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await store.setIfAbsent(jti, Date.now() + 60_000, Date.now())).toBe(true);
+    expect(await store.setIfAbsent(jti, Date.now() + 60_000, Date.now())).toBe(false);
+  });
+});
+
+function grant(overrides: Partial<Grant> = {}): Grant {
+  return {
+    grantId: unique("g"),
+    principalId: unique("agent"),
+    status: "active",
+    capabilities: ["a", "b", "c"],
+    approvedBy: unique("human"),
+    createdAt: NOW,
+    expiresAt: NOW + 86_400_000,
+    ...overrides,
+  };
+}
+
+describe.each(grantStores)("GrantStore: %s", (_name, make) => {
+  it("creates, reads and lists grants newest first, by agent and by approver", async () => {
+    const store = make();
+    const first = grant();
+    const second = grant({
+      principalId: first.principalId,
+      approvedBy: first.approvedBy,
+      createdAt: NOW + 1,
+    });
+    await store.create(first);
+    await store.create(second);
+    await expect(store.create(first)).rejects.toThrow();
+    expect(await store.get(first.grantId)).toEqual(first);
+    expect(await store.get(unique("none"))).toBeUndefined();
+    expect((await store.listByPrincipal(first.principalId)).map((g) => g.grantId)).toEqual([
+      second.grantId,
+      first.grantId,
+    ]);
+    expect((await store.listByApprover(first.approvedBy)).map((g) => g.grantId)).toEqual([
+      second.grantId,
+      first.grantId,
+    ]);
+    expect(await store.listByApprover(unique("nobody"))).toEqual([]);
+  });
+
+  it("revokes capabilities and whole grants idempotently and for good", async () => {
+    const store = make();
+    const g = grant();
+    await store.create(g);
+    expect((await store.revoke(g.grantId, ["b"], NOW))?.capabilities).toEqual(["a", "c"]);
+    expect((await store.revoke(g.grantId, ["b"], NOW))?.capabilities).toEqual(["a", "c"]);
+    const whole = await store.revoke(g.grantId, undefined, NOW + 5);
+    expect(whole).toMatchObject({ status: "revoked", capabilities: [], revokedAt: NOW + 5 });
+    const again = await store.revoke(g.grantId, undefined, NOW + 9);
+    expect(again).toMatchObject({ status: "revoked", capabilities: [], revokedAt: NOW + 5 });
+    expect(await store.get(g.grantId)).toMatchObject({ status: "revoked", capabilities: [] });
+    expect(await store.revoke(unique("none"), undefined, NOW)).toBeUndefined();
+  });
+
+  it("loses no revocation when several race on one grant", async () => {
+    const store = make();
+    const g = grant({ capabilities: ["a", "b", "c", "d", "e", "f"] });
+    await store.create(g);
+    await Promise.all(
+      ["a", "b", "c", "d", "e"].map((name) => store.revoke(g.grantId, [name], NOW)),
+    );
+    expect((await store.get(g.grantId))?.capabilities).toEqual(["f"]);
+  });
+});
+
+function deviceRecord(overrides: Partial<DeviceCodeRecord> = {}): DeviceCodeRecord {
+  return {
+    deviceCodeHash: unique("dc"),
+    userCodeHash: unique("uc"),
+    clientId: unique("client"),
+    scope: ["read"],
+    createdAt: NOW,
+    expiresAt: NOW + 600_000,
+    intervalMs: 5000,
+    status: "pending",
+    ...overrides,
+  };
+}
+
+describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
+  it("finds a live code by its user code and refuses a user code held by a live one", async () => {
+    const store = make();
+    const record = deviceRecord();
+    expect(await store.create(record, NOW)).toBe("created");
+    expect(await store.findByUserCode(record.userCodeHash, NOW)).toMatchObject({
+      clientId: record.clientId,
+      scope: ["read"],
+    });
+    expect(await store.findByUserCode(record.userCodeHash, record.expiresAt)).toBeUndefined();
+    expect(await store.create(deviceRecord({ userCodeHash: record.userCodeHash }), NOW)).toBe(
+      "user_code_taken",
+    );
+  });
+
+  it("decides once when approvals and denials race", async () => {
+    const store = make();
+    const record = deviceRecord();
+    await store.create(record, NOW);
+    const outcomes = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        store.decide(
+          record.userCodeHash,
+          i % 2 === 0
+            ? { status: "approved", subject: `s${i}`, decidedBy: `h${i}` }
+            : { status: "denied", decidedBy: `h${i}` },
+          NOW,
+        ),
+      ),
+    );
+    expect(outcomes.filter((o) => o.outcome === "decided")).toHaveLength(1);
+    expect(outcomes.filter((o) => o.outcome === "already_decided")).toHaveLength(19);
+    expect(
+      (await store.decide(unique("uc"), { status: "denied", decidedBy: "h" }, NOW)).outcome,
+    ).toBe("unknown");
+    const late = deviceRecord();
+    await store.create(late, NOW);
+    expect(
+      (await store.decide(late.userCodeHash, { status: "denied", decidedBy: "h" }, late.expiresAt))
+        .outcome,
+    ).toBe("expired");
+  });
+
+  it("consumes an approval exactly once across 20 concurrent polls", async () => {
+    const store = make();
+    const record = deviceRecord();
+    await store.create(record, NOW);
+    await store.decide(
+      record.userCodeHash,
+      { status: "approved", subject: "agent", decidedBy: "h" },
+      NOW,
+    );
+    const polls = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        store.poll(record.deviceCodeHash, record.clientId, NOW + 10_000, 5000),
+      ),
+    );
+    const approved = polls.filter((p) => p.outcome === "approved");
+    expect(approved).toHaveLength(1);
+    expect(approved[0]).toMatchObject({
+      record: { subject: "agent", decidedBy: "h", scope: ["read"] },
+    });
+    expect(await store.poll(record.deviceCodeHash, record.clientId, NOW + 60_000, 5000)).toEqual({
+      outcome: "invalid",
+    });
+  });
+
+  it("answers pending, slow_down (+5 s each), denied, expired and invalid like the memory store", async () => {
+    const store = make();
+    const record = deviceRecord();
+    await store.create(record, NOW);
+    expect(await store.poll(record.deviceCodeHash, record.clientId, NOW, 5000)).toEqual({
+      outcome: "pending",
+    });
+    expect(await store.poll(record.deviceCodeHash, record.clientId, NOW + 1000, 5000)).toEqual({
+      outcome: "slow_down",
+      intervalMs: 10_000,
+    });
+    expect(await store.poll(record.deviceCodeHash, record.clientId, NOW + 11_000, 5000)).toEqual({
+      outcome: "pending",
+    });
+    // Another client's poll changes nothing.
+    expect(await store.poll(record.deviceCodeHash, unique("other"), NOW + 11_001, 5000)).toEqual({
+      outcome: "invalid",
+    });
+    await store.decide(record.userCodeHash, { status: "denied", decidedBy: "h" }, NOW);
+    expect(await store.poll(record.deviceCodeHash, record.clientId, NOW + 30_000, 5000)).toEqual({
+      outcome: "denied",
+    });
+    expect(
+      await store.poll(record.deviceCodeHash, record.clientId, record.expiresAt, 5000),
+    ).toEqual({
+      outcome: "expired",
+    });
+    expect(await store.poll(unique("dc"), record.clientId, NOW, 5000)).toEqual({
+      outcome: "invalid",
+    });
+  });
+
+  it("lets a client's new codes supersede only its own oldest pending ones", async () => {
+    const store = make();
+    const clientId = unique("client");
+    const victim = deviceRecord();
+    await store.create(victim, NOW);
+    const own = [] as DeviceCodeRecord[];
+    for (let i = 0; i < 6; i++) {
+      const record = deviceRecord({ clientId, createdAt: NOW + i, expiresAt: NOW + 600_000 + i });
+      own.push(record);
+      expect(await store.create(record, NOW + i)).toBe("created");
+    }
+    expect(await store.findByUserCode(victim.userCodeHash, NOW)).toBeDefined();
+    const live = await Promise.all(own.map((r) => store.findByUserCode(r.userCodeHash, NOW + 10)));
+    expect(live.map((r) => r !== undefined)).toEqual([false, false, false, true, true, true]);
+  });
+});
+
+describe.each(pendingStores)("PendingRequestStore: %s", (_name, make) => {
+  it("indexes by agent and by user code; a new request supersedes the agent's earlier one", async () => {
+    const store = make();
+    const principalId = unique("agent");
+    const first = {
+      principalId,
+      userCodeHash: unique("uc"),
+      capabilities: ["a"],
+      createdAt: NOW,
+      expiresAt: Date.now() + 60_000,
+    };
+    await store.create(first);
+    expect(await store.getByUserCode(first.userCodeHash, Date.now())).toMatchObject({
+      principalId,
+      capabilities: ["a"],
+    });
+    const second = {
+      ...first,
+      userCodeHash: unique("uc"),
+      capabilities: ["a", "b"],
+      agentName: "Agent",
+    };
+    await store.create(second);
+    expect(await store.getByUserCode(first.userCodeHash, Date.now())).toBeUndefined();
+    expect(await store.getByPrincipal(principalId, Date.now())).toMatchObject({
+      capabilities: ["a", "b"],
+      agentName: "Agent",
+    });
+    // Deleting with the superseded user code leaves the current request alone.
+    await store.delete(principalId, first.userCodeHash);
+    expect(await store.getByPrincipal(principalId, Date.now())).toBeDefined();
+    await store.delete(principalId, second.userCodeHash);
+    expect(await store.getByPrincipal(principalId, Date.now())).toBeUndefined();
+    expect(await store.getByUserCode(second.userCodeHash, Date.now())).toBeUndefined();
+  });
+
+  it("forgets a request once it has expired", async () => {
+    const store = make();
+    const request = {
+      principalId: unique("agent"),
+      userCodeHash: unique("uc"),
+      capabilities: ["a"],
+      createdAt: NOW,
+      expiresAt: Date.now() + 60_000,
+    };
+    await store.create(request);
+    expect(await store.getByPrincipal(request.principalId, request.expiresAt)).toBeUndefined();
+  });
+});
+
+describe("the PostgreSQL migration", () => {
+  it("ships as migration.sql, identical to what migrate() runs", () => {
+    const sql = readFileSync(
+      new URL("../src/stores/postgres/migration.sql", import.meta.url),
+      "utf8",
+    );
+    expect(MIGRATION).toBe(sql);
+  });
+});
