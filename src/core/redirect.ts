@@ -1,5 +1,6 @@
 // Control characters and backslashes: browsers strip or turn them into "/", so
 // "/\evil.example" or "/\t/evil.example" would leave the site.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
 const UNSAFE = /[\u0000-\u001f\u007f\\]/;
 const PROBE = "https://origin.invalid";
 
