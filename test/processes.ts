@@ -35,13 +35,16 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** Starts test/fixtures/session-server.ts with `env` and waits until it listens. */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=source", "--import", "tsx", "test/fixtures/session-server.ts"],
-    { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
-  );
+/** Starts a server fixture (default test/fixtures/session-server.ts) with `env` and waits until it listens. */
+export async function startServer(
+  env: Record<string, string>,
+  fixture = "test/fixtures/session-server.ts",
+): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", fixture], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   let alive = true;
   const exited = new Promise<number | null>((resolve) =>

@@ -1,0 +1,155 @@
+/**
+ * Two agentauth server processes sharing their stores (Redis, and PostgreSQL
+ * for grants and replay), as behind one load balancer: single use, single
+ * consumption and revocation hold across both.
+ */
+import { exportJWK, generateKeyPair } from "jose";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrate } from "../src/stores/postgres/index.ts";
+import { type ServerProcess, startServer } from "./processes.ts";
+
+const ISSUER = "http://127.0.0.1:9";
+const SECRET = "agent-one-secret-0123456789";
+const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+const schema = `portcullis_shared_${crypto.randomUUID().replace(/-/g, "")}`;
+const pool = new pg.Pool({
+  connectionString: "postgres://postgres@127.0.0.1:5432/test",
+  options: `-c search_path=${schema}`,
+});
+let keyJwk = "";
+
+beforeAll(async () => {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await migrate(pool);
+  const { privateKey } = await generateKeyPair("EdDSA", { extractable: true });
+  keyJwk = JSON.stringify(await exportJWK(privateKey));
+});
+
+afterAll(async () => {
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
+});
+
+async function post(base: string, path: string, form: Record<string, string>) {
+  const response = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ client_id: "agent-1", client_secret: SECRET, ...form }).toString(),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function json(base: string, path: string, body: unknown) {
+  const response = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return response;
+}
+
+async function execute(base: string, token: string) {
+  const response = await fetch(`${base}/capability/execute`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ capability: "count" }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function runs(servers: ServerProcess[]): Promise<number> {
+  let total = 0;
+  for (const server of servers)
+    total += ((await (await fetch(`${server.base}/test/runs`)).json()) as { runs: number }).runs;
+  return total;
+}
+
+describe.each([
+  ["Redis", { GRANTS: "redis", REPLAY: "redis" }],
+  ["PostgreSQL grants and replay", { GRANTS: "postgres", REPLAY: "postgres" }],
+])("two instances on shared stores (%s)", (_name, stores) => {
+  let a: ServerProcess;
+  let b: ServerProcess;
+
+  beforeAll(async () => {
+    const env = {
+      ISSUER,
+      KEY_JWK: keyJwk,
+      PG_SCHEMA: schema,
+      PREFIX: `portcullis-shared:${crypto.randomUUID()}:`,
+      ...stores,
+    };
+    [a, b] = await Promise.all([
+      startServer(env, "test/fixtures/agent-server.ts"),
+      startServer(env, "test/fixtures/agent-server.ts"),
+    ]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  /** Begun on A, approved on B, polled on both at once: the flow spans the instances. */
+  async function approvedToken(): Promise<{ token: string; answers: { status: number }[] }> {
+    const begun = await post(a.base, "/oauth/device_authorization", { scope: "count" });
+    expect(begun.status).toBe(200);
+    const approved = await json(b.base, "/test/approve", {
+      user_code: begun.body.user_code,
+      human: "alice",
+    });
+    expect(approved.status).toBe(200);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        post(i % 2 === 0 ? a.base : b.base, "/oauth/token", {
+          grant_type: DEVICE_GRANT,
+          device_code: begun.body.device_code as string,
+        }),
+      ),
+    );
+    const tokens = answers.filter((answer) => answer.status === 200);
+    expect(tokens).toHaveLength(1);
+    return { token: tokens[0]?.body.access_token as string, answers };
+  }
+
+  it("begins on one instance, approves on the other, and hands out one token to 20 polls split across both", async () => {
+    const { answers } = await approvedToken();
+    for (const answer of answers.filter((x) => x.status !== 200))
+      expect(["slow_down", "invalid_grant"]).toContain(
+        (answer as { body: { error: string } }).body.error,
+      );
+  });
+
+  it("refuses on one instance a token used on the other", async () => {
+    const { token } = await approvedToken();
+    expect((await execute(a.base, token)).status).toBe(200);
+    const replayed = await execute(b.base, token);
+    expect([replayed.status, replayed.body.error]).toEqual([401, "invalid_jwt"]);
+  });
+
+  it("runs the handler exactly once for 50 concurrent uses of one token split across both", async () => {
+    const { token } = await approvedToken();
+    const before = await runs([a, b]);
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => execute(i % 2 === 0 ? a.base : b.base, token)),
+    );
+    expect(answers.filter((x) => x.status === 200)).toHaveLength(1);
+    expect((await runs([a, b])) - before).toBe(1);
+  });
+
+  it("sees on one instance a revocation made on the other", async () => {
+    await approvedToken();
+    const fresh = await post(b.base, "/oauth/token", { grant_type: "client_credentials" });
+    expect(fresh.status).toBe(200);
+    const grants = (await (await fetch(`${a.base}/test/grants?human=alice`)).json()) as {
+      grantId: string;
+      status: string;
+    }[];
+    for (const grant of grants.filter((g) => g.status === "active"))
+      expect((await json(a.base, "/test/revoke", { grant_id: grant.grantId })).status).toBe(200);
+    const refused = await execute(b.base, fresh.body.access_token as string);
+    expect([refused.status, refused.body.error]).toEqual([403, "grant_revoked"]);
+    const again = await post(b.base, "/oauth/token", { grant_type: "client_credentials" });
+    expect(again.body.error).toBe("invalid_grant");
+  });
+});
