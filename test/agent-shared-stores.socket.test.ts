@@ -91,7 +91,10 @@ describe.each([
   });
 
   /** Begun on A, approved on B, polled on both at once: the flow spans the instances. */
-  async function approvedToken(): Promise<{ token: string; answers: { status: number }[] }> {
+  async function approvedToken(): Promise<{
+    token: string;
+    answers: { status: number; body: Record<string, unknown> }[];
+  }> {
     const begun = await post(a.base, "/oauth/device_authorization", { scope: "count" });
     expect(begun.status).toBe(200);
     const approved = await json(b.base, "/test/approve", {
