@@ -4,8 +4,11 @@
  * redis-server on a port of their own.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+
+const require = createRequire(import.meta.url);
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -143,4 +146,119 @@ export async function fetchWithin(
       elapsed: performance.now() - started,
     };
   }
+}
+
+export interface PostgresProcess {
+  readonly port: number;
+  readonly url: string;
+  /** Stops every process of the server (postmaster and backends) without closing a socket. */
+  freeze(): void;
+  thaw(): void;
+  kill(): Promise<void>;
+  /** Starts it again on the same port and data (after `kill`). */
+  restart(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL server of the test's own, on a free port, in a fresh data
+ * directory (initdb, trust authentication on loopback), run as the `postgres`
+ * user when the tests run as root. Never the shared server on 5432.
+ */
+export async function startPostgres(): Promise<PostgresProcess> {
+  const { mkdtempSync } = await import("node:fs");
+  const { execFileSync } = await import("node:child_process");
+  const bin = "/usr/lib/postgresql/15/bin";
+  const dir = mkdtempSync("/tmp/portcullis-pg-");
+  const asPostgres = process.getuid?.() === 0;
+  const run = (command: string, args: string[]): [string, string[]] =>
+    asPostgres ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, args];
+  if (asPostgres) execFileSync("chown", ["postgres", dir]);
+  const [initCommand, initArgs] = run(`${bin}/initdb`, [
+    "-D",
+    `${dir}/data`,
+    "-U",
+    "postgres",
+    "--auth=trust",
+    "-N",
+  ]);
+  execFileSync(initCommand, initArgs, { stdio: "ignore" });
+  const port = await freePort();
+  let child: ChildProcess;
+  let exited: Promise<void>;
+  const launch = async () => {
+    const [command, args] = run(`${bin}/postgres`, [
+      "-D",
+      `${dir}/data`,
+      "-p",
+      String(port),
+      "-k",
+      dir,
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "fsync=off",
+    ]);
+    // Its own process group, so freeze and kill reach the backends too.
+    child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+    let output = "";
+    await new Promise<void>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString("utf8");
+        if (output.includes("ready to accept connections")) resolve();
+      };
+      child.stdout?.on("data", onData);
+      child.stderr?.on("data", onData);
+      void exited.then(() => reject(new Error(`postgres exited:\n${output}`)));
+    });
+  };
+  await launch();
+  // The postmaster (its pid heads postmaster.pid) and its backends, whoever spawned them.
+  const group = (signal: NodeJS.Signals) => {
+    const { readFileSync } = require("node:fs") as typeof import("node:fs");
+    let postmaster: number;
+    try {
+      postmaster = Number(readFileSync(`${dir}/data/postmaster.pid`, "utf8").split("\n")[0]);
+    } catch {
+      return;
+    }
+    let children: number[] = [];
+    try {
+      children = execFileSync("pgrep", ["-P", String(postmaster)])
+        .toString()
+        .split("\n")
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      // No backends.
+    }
+    for (const pid of [postmaster, ...children]) {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    freeze: () => group("SIGSTOP"),
+    thaw: () => group("SIGCONT"),
+    kill: async () => {
+      group("SIGCONT");
+      group("SIGKILL");
+      child.kill("SIGKILL");
+      await exited;
+      // A killed postmaster leaves its pid file; the next start must not mistake it for a live one.
+      const { rmSync } = await import("node:fs");
+      for (const leftover of [
+        `${dir}/data/postmaster.pid`,
+        `${dir}/.s.PGSQL.${port}.lock`,
+        `${dir}/.s.PGSQL.${port}`,
+      ])
+        rmSync(leftover, { force: true });
+    },
+    restart: launch,
+  };
 }
