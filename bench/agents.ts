@@ -5,9 +5,13 @@
  * tokens; execute consumes them (each is single-use).
  */
 import { generateKeyPair, jwtVerify } from "jose";
+import pg from "pg";
 import { agentAuth, CAPABILITY_TOKEN_TYPE } from "portcullis/agentauth";
 import { importKeySet, jwtVerifier } from "portcullis/jwt";
 import { MemoryClientStore } from "portcullis/oauth2";
+import { migrate, PostgresGrantStore, PostgresReplayStore } from "portcullis/stores/postgres";
+import { RedisGrantStore, RedisReplayStore } from "portcullis/stores/redis";
+import { createClient } from "redis";
 
 const ISSUER = "https://bench.example";
 const EXECUTE = `${ISSUER}/capability/execute`;
@@ -157,4 +161,102 @@ function executeRequest(token: string, body: string): Request {
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body,
   });
+}
+
+/** Execute with each kind of store, side by side: the price of sharing replay and grants. */
+export async function storeBenchmarks(): Promise<void> {
+  const { publicKey, privateKey } = await generateKeyPair("EdDSA");
+  const keys = await importKeySet({ keys: [{ kid: "k1", alg: "EdDSA", privateKey, publicKey }] });
+  const redis = createClient({ url: process.env.PORTCULLIS_REDIS_URL ?? "redis://127.0.0.1:6379" });
+  await redis.connect();
+  const schema = `portcullis_bench_${crypto.randomUUID().replace(/-/g, "")}`;
+  const pool = new pg.Pool({
+    connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    options: `-c search_path=${schema}`,
+    max: IN_FLIGHT,
+  });
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await migrate(pool);
+  const prefix = `portcullis-bench:${crypto.randomUUID()}:`;
+  const grant = {
+    grantId: "g1",
+    principalId: "agent-1",
+    status: "active" as const,
+    capabilities: ["ping"],
+    approvedBy: "alice",
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 86_400_000,
+  };
+  const build = async (stores: Parameters<typeof agentAuth>[0]["stores"]) => {
+    const agents = await agentAuth({
+      issuer: ISSUER,
+      clients: new MemoryClientStore(),
+      keys,
+      tokenTtlSeconds: 3600,
+      capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
+      ...(stores === undefined ? {} : { stores }),
+    });
+    await agents.runtime.grants.create(grant);
+    return agents;
+  };
+  const memory = await build(undefined);
+  const onRedis = await build({
+    grants: new RedisGrantStore({ client: redis, prefix: `${prefix}grant:` }),
+    replay: new RedisReplayStore({ client: redis, prefix: `${prefix}jti:` }),
+  });
+  const onPostgres = await build({
+    grants: new PostgresGrantStore({ pool }),
+    replay: new PostgresReplayStore({ pool }),
+  });
+  const mint = async (count: number) => {
+    const tokens: string[] = [];
+    for (let i = 0; i < count; i++)
+      tokens.push(
+        (
+          await memory.runtime.tokens.mint({
+            principalId: "agent-1",
+            grantId: "g1",
+            capabilities: ["ping"],
+          })
+        ).token,
+      );
+    return tokens;
+  };
+  const body = JSON.stringify({ capability: "ping" });
+  const options = {
+    algorithms: ["EdDSA"],
+    issuer: ISSUER,
+    audience: EXECUTE,
+    typ: CAPABILITY_TOKEN_TYPE,
+  };
+  const executeOn =
+    (agents: typeof memory): Contender[1] =>
+    (tokens) => {
+      const requests = tokens.map((token) => executeRequest(token, body));
+      return async (i) => {
+        const response = await agents.execute(requests[i] as Request);
+        if (response.status !== 200) throw new Error(`execute answered ${response.status}`);
+      };
+    };
+  try {
+    await sideBySide(
+      `execute by store, EdDSA (median of ${RUNS} interleaved runs of ${PER_RUN}, ${IN_FLIGHT} in flight)`,
+      mint,
+      [
+        [
+          "raw jose.jwtVerify",
+          (tokens) => (i) => jwtVerify(tokens[i] as string, publicKey, options),
+        ],
+        ["execute, memory stores", executeOn(memory)],
+        ["execute, Redis replay + grants", executeOn(onRedis)],
+        ["execute, PostgreSQL replay + grants", executeOn(onPostgres)],
+      ],
+    );
+  } finally {
+    const keysLeft = await redis.keys(`${prefix}*`);
+    if (keysLeft.length > 0) await redis.del(keysLeft);
+    await redis.quit();
+    await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+    await pool.end();
+  }
 }

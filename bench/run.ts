@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { agentBenchmarks } from "./agents.ts";
+import { agentBenchmarks, storeBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
 import { overSocket } from "./socket.ts";
 
@@ -10,6 +10,7 @@ const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "chain") await inProcess();
 if (only === undefined || only === "agents") {
   await agentBenchmarks();
+  await storeBenchmarks();
   // In a child process: @hono/node-server's classes would replace this one's globals.
   execFileSync(
     process.execPath,
