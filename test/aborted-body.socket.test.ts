@@ -3,7 +3,7 @@ import { type AddressInfo, connect } from "node:net";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { nodeListener, serveFetch } from "../src/adapters/node/index.ts";
 import { authz, login, newChain, passwordCredentials, sessions } from "../src/index.ts";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
+import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 
 const servers: Server[] = [];
 afterAll(() => {

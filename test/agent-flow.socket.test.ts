@@ -9,15 +9,15 @@ import { type AgentAuth, type AgentEvent, agentAuth, agentSessionFrom } from "po
 import * as authz from "portcullis/authz";
 import { MemoryClientStore } from "portcullis/oauth2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
+import { type Served, serveFetch } from "./serve.ts";
 import {
   type Client,
   defaultRouter,
   defaultRules,
   PASSWORDS,
   testApp,
-} from "../src/testing/session-app.ts";
-import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
-import { type Served, serveFetch } from "./serve.ts";
+} from "./support/session-app.ts";
 
 const KEY_ID = "key_research";
 const KEY_SECRET = "research-agent-secret-0123456789";

@@ -1,6 +1,6 @@
 import type { Rule } from "../src/authz/rules.ts";
 import { authz, basicAuth, type Chain, newChain, passwordCredentials } from "../src/index.ts";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
+import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 
 // One user per role; each one's password is "<name>-pw".
 const users = new Map(

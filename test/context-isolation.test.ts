@@ -10,8 +10,8 @@ import {
 } from "portcullis";
 import { describe, expect, it } from "vitest";
 import { LoginEndpoint } from "../src/login/endpoint.ts";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
 import { basicHeader, randomDelay } from "./helpers.ts";
+import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 
 const COUNT = 200;
 

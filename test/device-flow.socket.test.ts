@@ -15,15 +15,15 @@ import {
   MemoryClientStore,
 } from "portcullis/oauth2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
+import { type Served, serveFetch } from "./serve.ts";
 import {
   type Client,
   defaultRouter,
   defaultRules,
   PASSWORDS,
   testApp,
-} from "../src/testing/session-app.ts";
-import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
-import { type Served, serveFetch } from "./serve.ts";
+} from "./support/session-app.ts";
 
 const TYP = "example-device+jwt";
 const SECRET = "agent-one-secret-0123456789";

@@ -21,7 +21,7 @@ import {
 } from "portcullis";
 import { nodeListener } from "portcullis/adapters/node";
 import { describe, expect, it } from "vitest";
-import { plainTextEncoder } from "../src/testing/plain-text-encoder.ts";
+import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 
 const { anyRequest, match, routes } = authz;
 const ORIGIN = "https://app.example.test";

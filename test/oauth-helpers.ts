@@ -3,7 +3,7 @@
  * the socket, an openid-client configuration, and the approval form post.
  */
 import * as oidc from "openid-client";
-import { Client } from "../src/testing/session-app.ts";
+import { Client } from "./support/session-app.ts";
 
 /** A handler that sends what the in-process `Client` builds to the server at `base` instead. */
 export function overSocket(base: string): (request: Request) => Promise<Response> {

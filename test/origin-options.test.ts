@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidOptionsError } from "../src/core/errors.ts";
 import { parseOrigin, serializedOriginOf } from "../src/core/origin.ts";
 import { cors } from "../src/cors/cors.ts";
-import { csrf } from "../src/csrf/middleware.ts";
+import { csrf } from "../src/csrf/csrf.ts";
 
 // One table for every leg that takes origins: they must agree on each entry.
 const accepted: Array<[string, string]> = [

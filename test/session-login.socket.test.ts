@@ -3,7 +3,7 @@ import { serve } from "@hono/node-server";
 import { ScryptPasswordEncoder } from "portcullis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createExampleHandler, demoAccounts } from "../examples/hono/app.ts";
-import { CookieJar, isDeletion, setCookiesOf } from "../src/testing/cookie-jar.ts";
+import { CookieJar, isDeletion, setCookiesOf } from "./support/cookie-jar.ts";
 
 type Server = ReturnType<typeof serve>;
 

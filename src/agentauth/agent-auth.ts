@@ -1,7 +1,7 @@
-import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/attempts.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
+import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";

@@ -1,5 +1,5 @@
+export { compilePattern, type PathMatcher } from "../core/pattern.ts";
 export { type GuardOptions, type GuardSubject, guard } from "./guard.ts";
 export { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
-export { compilePattern, type PathMatcher } from "./pattern.ts";
 export { type RoutesOptions, routes } from "./routes.ts";
 export { type AccessCheck, anyRequest, match, type Rule, RuleBuilder } from "./rules.ts";

@@ -1,8 +1,8 @@
 import type { Authentication } from "../core/authentication.ts";
 import { isAuthenticated } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import type { RoleHierarchy } from "./hierarchy.ts";
-import { compilePattern, type PathMatcher } from "./pattern.ts";
 
 /** Decides whether a principal may pass; `hierarchy` expands roles when the rule set has one. */
 export type AccessCheck = (auth: Authentication, hierarchy: RoleHierarchy | undefined) => boolean;

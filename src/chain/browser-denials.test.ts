@@ -122,8 +122,8 @@ describe("sameOriginPath", () => {
 
 describe("login with next", () => {
   it("sends a form sign-in back to a same-site next, ignores any other, and records when", async () => {
-    const { testApp, PASSWORDS } = await import("../testing/session-app.ts");
-    const { signedInAt } = await import("../login/middleware.ts");
+    const { testApp, PASSWORDS } = await import("../../test/support/session-app.ts");
+    const { signedInAt } = await import("../login/login.ts");
     for (const [next, expected] of [
       ["/reports/q3?x=1", "/reports/q3?x=1"],
       ["//evil.example/", "/home"],

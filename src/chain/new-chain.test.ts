@@ -4,14 +4,14 @@ import { anyRequest, match } from "../authz/rules.ts";
 import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
-import { csrf } from "../csrf/middleware.ts";
+import { csrf } from "../csrf/csrf.ts";
 import { passwordCredentials } from "../login/credentials.ts";
 import { LoginEndpoint } from "../login/endpoint.ts";
-import { login } from "../login/middleware.ts";
+import { login } from "../login/login.ts";
 import { Chain } from "../middleware/chain.ts";
-import { sessions } from "../session/middleware.ts";
 import { sessionFrom } from "../session/session.ts";
-import { MemorySessionStore } from "../session/store.ts";
+import { MemorySessionStore } from "../session/session-store.ts";
+import { sessions } from "../session/sessions.ts";
 import { newChain, newHandler, type SecurityOptions } from "./new-chain.ts";
 
 const permitAll = routes([anyRequest().permitAll()]);

@@ -14,12 +14,12 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
-import { csrf } from "../csrf/middleware.ts";
+import { csrf } from "../csrf/csrf.ts";
 import { securityHeaders } from "../headers/security-headers.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
 import { Chain } from "../middleware/chain.ts";
-import { rateLimitPlacement } from "../ratelimit/middleware.ts";
-import { sessions } from "../session/middleware.ts";
+import { rateLimitPlacement } from "../ratelimit/rate-limit.ts";
+import { sessions } from "../session/sessions.ts";
 import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { isDeletion, setCookiesOf } from "../../test/support/cookie-jar.ts";
+import { type Client, PASSWORDS, testApp } from "../../test/support/session-app.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { isDeletion, setCookiesOf } from "../testing/cookie-jar.ts";
-import { type Client, PASSWORDS, testApp } from "../testing/session-app.ts";
 import { type CsrfOptions, csrf } from "./index.ts";
 
 const encode = (text: string) => new TextEncoder().encode(text);

@@ -1,1 +1,1 @@
-export { type CsrfOptions, csrf, csrfToken } from "./middleware.ts";
+export { type CsrfOptions, csrf, csrfToken } from "./csrf.ts";

@@ -1,12 +1,12 @@
-import {
-  type AttemptReservation,
-  type LoginAttemptStore,
-  MemoryLoginAttemptStore,
-} from "../core/attempts.ts";
 import { addressNetwork, clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import {
+  type AttemptReservation,
+  type LoginAttemptStore,
+  MemoryLoginAttemptStore,
+} from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
 import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";

@@ -3,7 +3,7 @@ export {
   type LoginAttemptStore,
   MemoryLoginAttemptStore,
   type MemoryLoginAttemptStoreOptions,
-} from "../core/attempts.ts";
+} from "../core/login-attempt-store.ts";
 export {
   type LoginThrottleOptions,
   type LoginUser,
@@ -13,7 +13,7 @@ export {
   passwordCredentials,
 } from "./credentials.ts";
 export type { LoginEndpoint } from "./endpoint.ts";
-export { type LoginOptions, login, signedInAt } from "./middleware.ts";
+export { type LoginOptions, login, signedInAt } from "./login.ts";
 export {
   createPasswordEncoder,
   DelegatingPasswordEncoder,

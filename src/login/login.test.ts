@@ -1,10 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import * as authz from "../authz/index.ts";
-import { newHandler } from "../chain/index.ts";
-import { InvalidOptionsError } from "../core/errors.ts";
-import { csrf } from "../csrf/index.ts";
-import { sessions } from "../session/index.ts";
-import { isDeletion, setCookiesOf } from "../testing/cookie-jar.ts";
+import { isDeletion, setCookiesOf } from "../../test/support/cookie-jar.ts";
 import {
   Client,
   type ClientInit,
@@ -14,7 +9,12 @@ import {
   PASSWORDS,
   type TestAppOptions,
   testApp,
-} from "../testing/session-app.ts";
+} from "../../test/support/session-app.ts";
+import * as authz from "../authz/index.ts";
+import { newHandler } from "../chain/index.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { csrf } from "../csrf/index.ts";
+import { sessions } from "../session/index.ts";
 import {
   createPasswordEncoder,
   type LoginAttemptStore,

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import { plainTextEncoder } from "../../test/support/plain-text-encoder.ts";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
@@ -11,7 +12,6 @@ import {
   passwordCredentials,
   ScryptPasswordEncoder,
 } from "../login/index.ts";
-import { plainTextEncoder } from "../testing/plain-text-encoder.ts";
 import { type BasicAuthOptions, basicAuth, parseBasic } from "./basic-auth.ts";
 
 const utf8 = new TextEncoder();

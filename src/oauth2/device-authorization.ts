@@ -1,4 +1,3 @@
-import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/attempts.ts";
 import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
 import type { ContextSource } from "../core/context.ts";
 import { withDeadline } from "../core/deadline.ts";
@@ -9,6 +8,7 @@ import {
   StoreUnavailableError,
 } from "../core/errors.ts";
 import { throttledConsole } from "../core/log.ts";
+import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import {
   type DeviceCodeRecord,

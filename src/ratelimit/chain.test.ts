@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { plainTextEncoder } from "../../test/support/plain-text-encoder.ts";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
 import { passwordCredentials } from "../login/credentials.ts";
 import { basicAuth } from "../middleware/basic-auth.ts";
 import { Chain } from "../middleware/chain.ts";
-import { plainTextEncoder } from "../testing/plain-text-encoder.ts";
-import { rateLimit, rateLimitPlacement } from "./middleware.ts";
+import { rateLimit, rateLimitPlacement } from "./rate-limit.ts";
 
 const ok = async () => new Response("ok");
 const peer = (_request: Request, address: string) => address;

@@ -11,9 +11,9 @@ export {
   type RateLimitOptions,
   type RateLimitRule,
   rateLimit,
-} from "./middleware.ts";
+} from "./rate-limit.ts";
 export {
   MemoryRateLimitStore,
   type MemoryRateLimitStoreOptions,
   type RateLimitStore,
-} from "./store.ts";
+} from "./rate-limit-store.ts";

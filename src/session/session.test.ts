@@ -1,12 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import * as authz from "../authz/index.ts";
-import { newHandler } from "../chain/index.ts";
-import { createAuthentication, isAuthenticated } from "../core/authentication.ts";
-import { randomToken } from "../core/encoding.ts";
-import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
-import type { FetchHandler } from "../core/handler.ts";
-import { onWarning, type PortcullisWarning, resetWarnings } from "../core/warning.ts";
-import { isDeletion, setCookiesOf } from "../testing/cookie-jar.ts";
+import { isDeletion, setCookiesOf } from "../../test/support/cookie-jar.ts";
 import {
   defaultRouter,
   defaultRules,
@@ -16,7 +9,14 @@ import {
   SECURE_COOKIE,
   START,
   testApp,
-} from "../testing/session-app.ts";
+} from "../../test/support/session-app.ts";
+import * as authz from "../authz/index.ts";
+import { newHandler } from "../chain/index.ts";
+import { createAuthentication, isAuthenticated } from "../core/authentication.ts";
+import { randomToken } from "../core/encoding.ts";
+import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
+import type { FetchHandler } from "../core/handler.ts";
+import { onWarning, type PortcullisWarning, resetWarnings } from "../core/warning.ts";
 import {
   MemorySessionStore,
   Session,

@@ -8,7 +8,7 @@ import {
 import { type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { randomToken } from "../core/encoding.ts";
 import { PortcullisError, StoreUnavailableError } from "../core/errors.ts";
-import type { SessionRecord, SessionStore } from "./store.ts";
+import type { SessionRecord, SessionStore } from "./session-store.ts";
 
 /** What the session leg hands each request's `Session`. */
 export interface SessionRuntime {

@@ -27,7 +27,7 @@ import {
 import { cors } from "portcullis/cors";
 import { securityHeaders } from "portcullis/headers";
 import { rateLimit } from "portcullis/ratelimit";
-import { plainTextEncoder } from "../../src/testing/plain-text-encoder.ts";
+import { plainTextEncoder } from "../support/plain-text-encoder.ts";
 
 const { anyRequest, match, routes } = authz;
 

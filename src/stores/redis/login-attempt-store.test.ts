@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
+import { PASSWORDS, testApp } from "../../../test/support/session-app.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
-import { PASSWORDS, testApp } from "../../testing/session-app.ts";
 import { RedisLoginAttemptStore } from "./login-attempt-store.ts";
 import type { RedisScriptingClient } from "./script.ts";
 import { redisForTests } from "./testing/redis.ts";

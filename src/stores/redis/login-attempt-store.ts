@@ -1,4 +1,4 @@
-import type { AttemptReservation, LoginAttemptStore } from "../../core/attempts.ts";
+import type { AttemptReservation, LoginAttemptStore } from "../../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 import {
   RedisScript,

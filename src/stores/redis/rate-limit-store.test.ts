@@ -10,7 +10,7 @@ import {
   type RateLimitState,
   step,
 } from "../../ratelimit/algorithms.ts";
-import { rateLimit } from "../../ratelimit/middleware.ts";
+import { rateLimit } from "../../ratelimit/rate-limit.ts";
 import { RedisRateLimitStore, type RedisScriptingClient } from "./rate-limit-store.ts";
 
 // The real server the suite needs (scripts/ensure-services.sh starts it); unreachable means failure.

@@ -1,5 +1,5 @@
 import type { RateLimitDecision, RateLimitPolicy } from "../../ratelimit/algorithms.ts";
-import type { RateLimitStore } from "../../ratelimit/store.ts";
+import type { RateLimitStore } from "../../ratelimit/rate-limit-store.ts";
 import {
   RedisScript,
   type RedisScriptingClient,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidOptionsError } from "../core/errors.ts";
+import { InvalidOptionsError } from "./errors.ts";
 import { compilePattern } from "./pattern.ts";
 
 describe("compilePattern", () => {

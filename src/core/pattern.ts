@@ -1,4 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
+import { InvalidOptionsError } from "./errors.ts";
 
 /**
  * A compiled path pattern. `*` matches within one segment (`/files/*.css`),

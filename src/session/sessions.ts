@@ -16,7 +16,7 @@ import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
 import { SESSION, SESSION_ID, Session, type SessionRuntime, ttlOf } from "./session.ts";
-import { MemorySessionStore, type SessionStore } from "./store.ts";
+import { MemorySessionStore, type SessionStore } from "./session-store.ts";
 
 export interface SessionOptions {
   /** Where sessions live. Default: a `MemorySessionStore` (one process only). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { fakeClock, testApp } from "../../test/support/session-app.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { fakeClock, testApp } from "../testing/session-app.ts";
 import { MemorySessionStore, type MemorySessionStoreOptions, type SessionRecord } from "./index.ts";
 
 function record(overrides: Partial<SessionRecord> = {}): SessionRecord {

@@ -1,4 +1,3 @@
-import { compilePattern, type PathMatcher } from "../authz/pattern.ts";
 import { authenticationFrom } from "../core/authentication.ts";
 import {
   addressNetwork,
@@ -12,6 +11,7 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
+import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import { problemResponse } from "../core/problem.ts";
 import { withHeaders } from "../core/response.ts";
 import { warnOnce } from "../core/warning.ts";
@@ -21,7 +21,7 @@ import {
   type RateLimitDecision,
   type RateLimitPolicy,
 } from "./algorithms.ts";
-import { MemoryRateLimitStore, type RateLimitStore } from "./store.ts";
+import { MemoryRateLimitStore, type RateLimitStore } from "./rate-limit-store.ts";
 
 /** Whose requests a rule counts together. */
 export type RateLimitKey =

@@ -1,4 +1,4 @@
-import type { PasswordEncoder } from "../login/index.ts";
+import type { PasswordEncoder } from "../../src/login/index.ts";
 
 /**
  * Test support only: a `PasswordEncoder` that stores passwords as they are

@@ -3,11 +3,11 @@
  * a fake clock, and a client that keeps cookies between requests. Not part of
  * the package (excluded from the build and from `files`).
  */
-import * as authz from "../authz/index.ts";
-import { newHandler } from "../chain/index.ts";
-import { mustAuthentication } from "../core/authentication.ts";
-import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
-import { type CsrfOptions, csrf } from "../csrf/index.ts";
+import * as authz from "../../src/authz/index.ts";
+import { newHandler } from "../../src/chain/index.ts";
+import { mustAuthentication } from "../../src/core/authentication.ts";
+import type { FetchHandler, Handler, Middleware } from "../../src/core/handler.ts";
+import { type CsrfOptions, csrf } from "../../src/csrf/index.ts";
 import {
   type LoginOptions,
   type LoginUser,
@@ -17,8 +17,8 @@ import {
   type PasswordEncoder,
   passwordCredentials,
   ScryptPasswordEncoder,
-} from "../login/index.ts";
-import { MemorySessionStore, type SessionOptions, sessions } from "../session/index.ts";
+} from "../../src/login/index.ts";
+import { MemorySessionStore, type SessionOptions, sessions } from "../../src/session/index.ts";
 import { CookieJar } from "./cookie-jar.ts";
 
 export const BASE = "https://app.example";

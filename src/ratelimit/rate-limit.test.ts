@@ -7,8 +7,8 @@ import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import type { RateLimitPolicy } from "./algorithms.ts";
-import { type RateLimitOptions, type RateLimitRule, rateLimit } from "./middleware.ts";
-import { MemoryRateLimitStore, type RateLimitStore } from "./store.ts";
+import { type RateLimitOptions, type RateLimitRule, rateLimit } from "./rate-limit.ts";
+import { MemoryRateLimitStore, type RateLimitStore } from "./rate-limit-store.ts";
 
 const ok: Handler = async () => new Response("ok");
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { RateLimitPolicy } from "./algorithms.ts";
-import { MemoryRateLimitStore } from "./store.ts";
+import { MemoryRateLimitStore } from "./rate-limit-store.ts";
 
 const policy: RateLimitPolicy = { algorithm: "fixed-window", limit: 2, windowMs: 1000 };
 

@@ -1,4 +1,3 @@
-import { compilePattern, type PathMatcher } from "../authz/pattern.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
 import { formField } from "../core/form.ts";
@@ -7,6 +6,7 @@ import { overrideMethods } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { matchPath } from "../core/path.ts";
+import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import { problemResponse } from "../core/problem.ts";
 import { sessionFrom } from "../session/session.ts";
 import { issueToken, verifyToken } from "./token.ts";
