@@ -18,7 +18,7 @@ import { csrf } from "../csrf/csrf.ts";
 import { securityHeaders } from "../headers/security-headers.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
 import { Chain } from "../middleware/chain.ts";
-import { rateLimitPlacement } from "../ratelimit/rate-limit.ts";
+import type { RateLimitLeg } from "../ratelimit/rate-limit.ts";
 import { sessions } from "../session/sessions.ts";
 import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts";
 
@@ -166,7 +166,7 @@ export function newChain(options: SecurityOptions): Chain {
   legs.push(guardRequest(onError, options));
   if (browser) legs.push(browser);
   // Rules keyed on the principal are counted once the session and authenticators have run.
-  const split = rateLimitLeg && rateLimitPlacement(rateLimitLeg);
+  const split = rateLimitLeg ? (rateLimitLeg as RateLimitLeg).placement : undefined;
   if (split) {
     if (split.beforeSession) legs.push(split.beforeSession);
   } else if (rateLimitLeg) legs.push(rateLimitLeg);

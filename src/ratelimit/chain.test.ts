@@ -6,7 +6,7 @@ import { newHandler } from "../chain/new-chain.ts";
 import { passwordCredentials } from "../login/credentials.ts";
 import { basicAuth } from "../middleware/basic-auth.ts";
 import { Chain } from "../middleware/chain.ts";
-import { rateLimit, rateLimitPlacement } from "./rate-limit.ts";
+import { rateLimit } from "./rate-limit.ts";
 
 const ok = async () => new Response("ok");
 const peer = (_request: Request, address: string) => address;
@@ -79,14 +79,12 @@ describe("principal-keyed rate limits in the chain", () => {
         { name: "user", limit: 10, windowMs: 60_000, key: "principal" },
       ],
     });
-    const placement = rateLimitPlacement(limiter);
+    const { placement } = limiter;
     expect(placement?.beforeSession).toBeTypeOf("function");
     expect(placement?.afterAuthentication).toBeTypeOf("function");
     const alone = new Chain(limiter).wrap(ok);
     const response = await alone(get("alice"));
     expect(response.headers.get("ratelimit-policy")).toBe('"client";q=3;w=60, "user";q=10;w=60');
-    expect(rateLimitPlacement(rateLimit({ rules: [{ limit: 1, windowMs: 1000 }] }))).toBe(
-      undefined,
-    );
+    expect(rateLimit({ rules: [{ limit: 1, windowMs: 1000 }] }).placement).toBe(undefined);
   });
 });

@@ -8,7 +8,9 @@ export {
 } from "./algorithms.ts";
 export {
   type RateLimitKey,
+  type RateLimitLeg,
   type RateLimitOptions,
+  type RateLimitPlacement,
   type RateLimitRule,
   rateLimit,
 } from "./rate-limit.ts";

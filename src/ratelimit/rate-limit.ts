@@ -131,7 +131,25 @@ const encoder = new TextEncoder();
  * (nothing bound, malformed) share one counter per rule: they are limited
  * together rather than not at all.
  */
-export function rateLimit(options: RateLimitOptions): Middleware {
+/**
+ * Where a `rateLimit` leg with `"principal"` rules runs in the chain: the
+ * principal is only known after the session lookup and the authenticators,
+ * so those rules are counted there and the others before the session.
+ */
+export interface RateLimitPlacement {
+  /** The rules keyed on anything but the principal; `undefined` when there are none. */
+  readonly beforeSession: Middleware | undefined;
+  /** The rules keyed on the principal. */
+  readonly afterAuthentication: Middleware;
+}
+
+/** What `rateLimit` returns: middleware, with its placement when it counts principals. */
+export type RateLimitLeg = Middleware & {
+  /** Set when some rule keys on the principal; `newChain` mounts the two parts there. */
+  readonly placement?: RateLimitPlacement;
+};
+
+export function rateLimit(options: RateLimitOptions): RateLimitLeg {
   if (typeof options !== "object" || options === null)
     throw new InvalidOptionsError("rateLimit needs an options object");
   rejectUnknownKeys("rateLimit", options, [
@@ -317,32 +335,13 @@ export function rateLimit(options: RateLimitOptions): Middleware {
 
   const whole = leg(rules, "whole");
   const byPrincipal = rules.filter((rule) => rule.key === "principal");
-  if (byPrincipal.length > 0) {
-    const others = rules.filter((rule) => rule.key !== "principal");
-    placements.set(whole, {
-      beforeSession: others.length > 0 ? leg(others, "early") : undefined,
-      afterAuthentication: leg(byPrincipal, "late"),
-    });
-  }
-  return whole;
-}
-
-// Where the chain mounts the parts of a leg whose rules key on the principal: the
-// principal is only known after the session lookup and the authenticators.
-const placements = new WeakMap<
-  Middleware,
-  { beforeSession: Middleware | undefined; afterAuthentication: Middleware }
->();
-
-/**
- * For the chain: a `rateLimit` leg with `"principal"` rules, split into the
- * rules counted before the session lookup and those counted after the
- * authenticators. `undefined` for any other middleware.
- */
-export function rateLimitPlacement(
-  middleware: Middleware,
-): { beforeSession: Middleware | undefined; afterAuthentication: Middleware } | undefined {
-  return placements.get(middleware);
+  if (byPrincipal.length === 0) return whole;
+  const others = rules.filter((rule) => rule.key !== "principal");
+  const placement: RateLimitPlacement = Object.freeze({
+    beforeSession: others.length > 0 ? leg(others, "early") : undefined,
+    afterAuthentication: leg(byPrincipal, "late"),
+  });
+  return Object.assign(whole, { placement });
 }
 
 /** Decisions of the late part, collected for the early part to write. */
