@@ -143,6 +143,15 @@ export function clientAddressOf(request: object): string | undefined {
   return contextFrom(request).get(CLIENT_ADDRESS);
 }
 
+/**
+ * The client's address as every leg reads it: what the chain resolved, or,
+ * for a leg used without the chain, the socket peer's (no forwarded header
+ * is trusted then). `undefined` when nothing bound an address.
+ */
+export function clientAddress(request: Request): string | undefined {
+  return clientAddressOf(request) ?? resolveClientAddress(request);
+}
+
 function hop(hops: readonly string[], index: number): string | undefined {
   const entry = hops[index];
   return entry === undefined ? undefined : normalizeAddress(entry);

@@ -106,3 +106,18 @@ export type JwtFailureReason =
   | "claims"
   | "expired"
   | "not_yet_valid";
+
+/** Every error Portcullis throws, for exhaustive handling by `code`. */
+export type PortcullisErrors =
+  | InvalidOptionsError
+  | NoAuthenticationError
+  | AuthenticationRequiredError
+  | AccessDeniedError
+  | StoreUnavailableError
+  | BodyReadError
+  | JwtInvalidError;
+
+/** Whether `error` is one Portcullis threw (narrowing to the union, so `switch (error.code)` is exhaustive). */
+export function isPortcullisError(error: unknown): error is PortcullisErrors {
+  return error instanceof PortcullisError;
+}

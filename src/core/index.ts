@@ -25,6 +25,7 @@ export {
   type ClientAddressFunction,
   type ClientAddressOptions,
   checkClientAddressOptions,
+  clientAddress,
   clientAddressOf,
   denoClientAddress,
   formatAddress,
@@ -62,10 +63,12 @@ export {
   type ErrorCode,
   InvalidOptionsError,
   isBodyReadError,
+  isPortcullisError,
   type JwtFailureReason,
   JwtInvalidError,
   NoAuthenticationError,
   PortcullisError,
+  type PortcullisErrors,
   StoreUnavailableError,
 } from "./errors.ts";
 export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";

@@ -1,4 +1,4 @@
-import { addressNetwork, clientAddressOf, resolveClientAddress } from "../core/client-address.ts";
+import { addressNetwork, clientAddress } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
@@ -345,7 +345,7 @@ function throttleSettings(options: LoginThrottleOptions = {}): Throttle {
 }
 
 function defaultClientKey(request: Request): string | undefined {
-  const address = clientAddressOf(request) ?? resolveClientAddress(request);
+  const address = clientAddress(request);
   if (address === undefined) return undefined;
   // One IPv6 subscriber holds at least a /64: per address, each guess could come from a new one.
   return addressNetwork(address) ?? address;

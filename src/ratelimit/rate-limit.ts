@@ -3,7 +3,7 @@ import {
   addressNetwork,
   type ClientAddressOptions,
   checkClientAddressOptions,
-  clientAddressOf,
+  clientAddress,
   resolveClientAddress,
 } from "../core/client-address.ts";
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
@@ -189,7 +189,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
   const addressKey = (request: Request): string => {
     const address = ownAddressOptions
       ? resolveClientAddress(request, options)
-      : (clientAddressOf(request) ?? resolveClientAddress(request));
+      : clientAddress(request);
     const network = address === undefined ? undefined : addressNetwork(address, prefixes);
     if (network !== undefined) return `a:${network}`;
     warnOnce(
