@@ -1,15 +1,13 @@
-import { isAuthenticated } from "../core/authentication.ts";
-import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { problemResponse, reportError } from "../core/problem.ts";
 import {
   type ApprovalMessages,
+  approvalFormHandler,
   approvalPage,
   type DeviceApproveResult,
 } from "../oauth2/device-approve.ts";
 import { type DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
-import { isFailure, readOAuthParameters } from "../oauth2/parameters.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */
@@ -90,53 +88,32 @@ export function agentApproveHandler(
     throw new InvalidOptionsError(
       "agentApproveHandler: maxBodyBytes must be a whole number, 512 or more",
     );
-  return async (request) => {
-    if (request.method !== "POST")
-      return new Response(null, {
-        status: 405,
-        headers: { allow: "POST", "cache-control": "no-store" },
-      });
-    if (!isAuthenticated(request))
-      return problemResponse(401, { detail: "Sign in to approve an agent." });
-    try {
-      const params = await readOAuthParameters(request, maxBodyBytes);
-      const action = isFailure(params) ? undefined : params.get("action");
-      if (isFailure(params) || (action !== "approve" && action !== "deny"))
-        return await respond(
-          { action: undefined, outcome: { ok: false, reason: "invalid_request" } },
-          request,
-        );
-      const userCode = params.get("user_code");
+  return approvalFormHandler({
+    what: "an agent",
+    respond,
+    maxBodyBytes,
+    onError: runtime.onError,
+    decide: async (request, action, userCode) => {
       const hash = await userCodeHash(userCode);
       const pending =
         hash === undefined
           ? undefined
           : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
-      let outcome: Awaited<ReturnType<DeviceAuthorizationService["authorize"]>>;
       if (pending === undefined) {
         // Counted as a wrong entry, and answered like one, whatever the device store holds.
         const counted = await service.lookup(request, "");
-        outcome = counted.ok ? { ok: false, reason: "invalid_code" } : counted;
-      } else if (action === "approve") {
-        outcome = await service.authorize(request, userCode, pending.principalId);
-      } else {
-        outcome = await service.deny(request, userCode);
-        if (outcome.ok)
-          await runtime.store(() =>
-            runtime.pending.delete(pending.principalId, pending.userCodeHash),
-          );
+        return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
       }
-      return await respond({ action, outcome }, request);
-    } catch (error) {
-      if (error instanceof StoreUnavailableError)
-        return problemResponse(503, {
-          detail: "Try again shortly.",
-          headers: { "retry-after": "1" },
-        });
-      reportError(runtime.onError, error, request);
-      return problemResponse(500);
-    }
-  };
+      // Approved for the agent's own principal id, never the human's.
+      if (action === "approve") return service.authorize(request, userCode, pending.principalId);
+      const outcome = await service.deny(request, userCode);
+      if (outcome.ok)
+        await runtime.store(() =>
+          runtime.pending.delete(pending.principalId, pending.userCodeHash),
+        );
+      return outcome;
+    },
+  });
 }
 
 const AGENT_MESSAGES: ApprovalMessages = {

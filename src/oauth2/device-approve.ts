@@ -62,24 +62,51 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
       "deviceApproveHandler: maxBodyBytes must be a whole number, 512 or more",
     );
 
+  return approvalFormHandler({
+    what: "a device",
+    respond,
+    maxBodyBytes,
+    onError: options.onError,
+    decide: (request, action, userCode) => {
+      // The device is issued to the human who approves it.
+      const human = authenticationFrom(request)?.name as string;
+      return action === "approve"
+        ? service.authorize(request, userCode, human)
+        : service.deny(request, userCode);
+    },
+  });
+}
+
+/**
+ * The approval form's handling, shared by the device and agent handlers:
+ * POST only, a signed-in human, a form with `action` and `user_code`; a store
+ * failure answers 503, anything else unexpected a bare 500.
+ */
+export function approvalFormHandler(setup: {
+  readonly what: string;
+  readonly respond: (result: DeviceApproveResult, request: Request) => Response | Promise<Response>;
+  readonly maxBodyBytes: number;
+  readonly onError: ((error: unknown, request: Request) => void) | undefined;
+  readonly decide: (
+    request: Request,
+    action: DeviceApproveAction,
+    userCode: string | undefined,
+  ) => Promise<UserCodeOutcome>;
+}): Handler {
+  const { respond } = setup;
   return async (request) => {
     if (request.method !== "POST") return methodNotAllowed("POST");
     if (!isAuthenticated(request))
-      return problemResponse(401, { detail: "Sign in to approve a device." });
+      return problemResponse(401, { detail: `Sign in to approve ${setup.what}.` });
     try {
-      const params = await readOAuthParameters(request, maxBodyBytes);
+      const params = await readOAuthParameters(request, setup.maxBodyBytes);
       const action = isFailure(params) ? undefined : params.get("action");
       if (isFailure(params) || (action !== "approve" && action !== "deny"))
         return await respond(
           { action: undefined, outcome: { ok: false, reason: "invalid_request" } },
           request,
         );
-      const userCode = params.get("user_code");
-      const human = authenticationFrom(request)?.name as string;
-      const outcome =
-        action === "approve"
-          ? await service.authorize(request, userCode, human)
-          : await service.deny(request, userCode);
+      const outcome = await setup.decide(request, action, params.get("user_code"));
       return await respond({ action, outcome }, request);
     } catch (error) {
       if (error instanceof StoreUnavailableError)
@@ -87,7 +114,7 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
           detail: "Try again shortly.",
           headers: { "retry-after": "1" },
         });
-      reportError(options.onError, error, request);
+      reportError(setup.onError, error, request);
       return problemResponse(500);
     }
   };
