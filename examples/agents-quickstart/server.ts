@@ -1,0 +1,108 @@
+import { serve } from "@hono/node-server";
+import {
+  authz,
+  basicAuth,
+  createPasswordEncoder,
+  csrf,
+  csrfToken,
+  login,
+  newHandler,
+  passwordCredentials,
+  sessions,
+} from "portcullis";
+import { agentAuth } from "portcullis/agentauth";
+import { MemoryClientStore } from "portcullis/oauth2";
+
+const issuer = "http://127.0.0.1:3000"; // your public https URL in production
+
+// The humans who approve agents (your user table: hashes only).
+const encoder = createPasswordEncoder();
+const users = new Map([
+  [
+    "alice",
+    {
+      name: "alice",
+      authorities: ["USER"],
+      passwordHash: await encoder.hash(process.env.ALICE_PASSWORD!),
+    },
+  ],
+]);
+const credentials = passwordCredentials({
+  findUser: (name) => users.get(name),
+  passwordEncoder: encoder,
+});
+
+// The agents: API keys (or OAuth clients) they already hold.
+const clients = new MemoryClientStore();
+await clients.register({
+  clientId: "key_research",
+  kind: "api_key",
+  secret: process.env.RESEARCH_KEY!,
+  name: "Research agent",
+});
+
+const notes: string[] = [];
+const agents = await agentAuth({
+  issuer,
+  clients,
+  capabilities: [
+    { name: "list_notes", description: "Lists the notes.", handler: () => ({ notes }) },
+    {
+      name: "add_note",
+      description: "Adds a note.",
+      input: {
+        type: "object",
+        properties: { text: { type: "string", maxLength: 500 } },
+        required: ["text"],
+        additionalProperties: false,
+      },
+      handler: (args, session) => {
+        notes.push(`${session.principalId}: ${args.text}`);
+        return { count: notes.length };
+      },
+    },
+  ],
+  onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
+});
+
+const router = async (request: Request): Promise<Response> => {
+  const answered = await agents.route(request); // discovery, list, execute, OAuth endpoints
+  if (answered) return answered;
+  const url = new URL(request.url);
+  if (url.pathname === "/agent/approve" && request.method === "POST")
+    return agents.approve(request);
+  if (url.pathname === "/agent/approve") {
+    // Shows the code form; `await agents.describe(request, code)` tells which agent asks for what.
+    const token = await csrfToken(request);
+    const code = (url.searchParams.get("user_code") ?? "").replace(/[^A-Z-]/g, "");
+    return new Response(
+      `<form method="post"><input type="hidden" name="_csrf" value="${token}">
+       <input name="user_code" value="${code}"><button name="action" value="approve">Approve</button>
+       <button name="action" value="deny">Deny</button></form>`,
+      { headers: { "content-type": "text/html" } },
+    );
+  }
+  return new Response("not found", { status: 404 });
+};
+
+serve({
+  hostname: "127.0.0.1",
+  port: 3000,
+  fetch: newHandler(router, {
+    session: sessions({ secure: false }), // plain HTTP on localhost only; keep the default behind TLS
+    csrf: csrf(),
+    login: login({ credentials }), // POST /login {username, password} with the CSRF token
+    // Agents list capabilities with their own key; humans may use Basic too.
+    authentication: [agents.authenticator, basicAuth({ credentials, required: false })],
+    authorization: authz.routes([
+      authz.match("GET", "/.well-known/agent-configuration").permitAll(),
+      authz.match("GET", "/.well-known/oauth-authorization-server").permitAll(),
+      authz.match("GET", "/.well-known/jwks.json").permitAll(),
+      authz.match("POST", "/oauth/device_authorization").permitAll(), // clients authenticate there
+      authz.match("POST", "/oauth/token").permitAll(),
+      authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself
+      authz.match("POST", "/capability/execute").permitAll(), // checks the capability token itself
+      authz.match(["GET", "POST"], "/agent/approve").authenticated(), // the human's page and form
+    ]),
+  }),
+});
