@@ -14,6 +14,8 @@ import { agentAuth } from "portcullis/agentauth";
 import { MemoryClientStore } from "portcullis/oauth2";
 
 const issuer = "http://127.0.0.1:3000"; // your public https URL in production
+const { ALICE_PASSWORD, RESEARCH_KEY } = process.env;
+if (!ALICE_PASSWORD || !RESEARCH_KEY) throw new Error("set ALICE_PASSWORD and RESEARCH_KEY");
 
 // The humans who approve agents (your user table: hashes only).
 const encoder = createPasswordEncoder();
@@ -23,7 +25,7 @@ const users = new Map([
     {
       name: "alice",
       authorities: ["USER"],
-      passwordHash: await encoder.hash(process.env.ALICE_PASSWORD!),
+      passwordHash: await encoder.hash(ALICE_PASSWORD),
     },
   ],
 ]);
@@ -37,7 +39,7 @@ const clients = new MemoryClientStore();
 await clients.register({
   clientId: "key_research",
   kind: "api_key",
-  secret: process.env.RESEARCH_KEY!,
+  secret: RESEARCH_KEY,
   name: "Research agent",
 });
 
