@@ -67,40 +67,56 @@ async function sideBySide(
   });
 }
 
+/** An agentAuth with one trivial capability and one active grant for "agent-1". */
+async function benchAgents(
+  keys: Awaited<ReturnType<typeof importKeySet>>,
+  stores?: Parameters<typeof agentAuth>[0]["stores"],
+) {
+  const agents = await agentAuth({
+    issuer: ISSUER,
+    clients: new MemoryClientStore(),
+    keys,
+    tokenTtlSeconds: 3600,
+    capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
+    ...(stores === undefined ? {} : { stores }),
+  });
+  await agents.runtime.grants.create({
+    grantId: "g1",
+    principalId: "agent-1",
+    status: "active",
+    capabilities: ["ping"],
+    approvedBy: "alice",
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 86_400_000,
+  });
+  return agents;
+}
+
+/** `count` fresh capability tokens for the bench grant. */
+async function mintTokens(
+  agents: Awaited<ReturnType<typeof benchAgents>>,
+  count: number,
+): Promise<string[]> {
+  const tokens: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const minted = await agents.runtime.tokens.mint({
+      principalId: "agent-1",
+      grantId: "g1",
+      capabilities: ["ping"],
+    });
+    tokens.push(minted.token);
+  }
+  return tokens;
+}
+
 /** `setting` names the Request/Response classes in use, for the table titles. */
 export async function agentBenchmarks(setting = "Node's own Request and Response"): Promise<void> {
   console.log(`\ncapability tokens, with ${setting}`);
   for (const alg of ["EdDSA", "ES256"] as const) {
     const { publicKey, privateKey } = await generateKeyPair(alg);
     const keys = await importKeySet({ keys: [{ kid: "k1", alg, privateKey, publicKey }] });
-    const agents = await agentAuth({
-      issuer: ISSUER,
-      clients: new MemoryClientStore(),
-      keys,
-      tokenTtlSeconds: 3600,
-      capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
-    });
-    await agents.runtime.grants.create({
-      grantId: "g1",
-      principalId: "agent-1",
-      status: "active",
-      capabilities: ["ping"],
-      approvedBy: "alice",
-      createdAt: Date.now(),
-      expiresAt: Date.now() + 86_400_000,
-    });
-    const mint = async (count: number) => {
-      const tokens: string[] = [];
-      for (let i = 0; i < count; i++) {
-        const minted = await agents.runtime.tokens.mint({
-          principalId: "agent-1",
-          grantId: "g1",
-          capabilities: ["ping"],
-        });
-        tokens.push(minted.token);
-      }
-      return tokens;
-    };
+    const agents = await benchAgents(keys);
+    const mint = (count: number) => mintTokens(agents, count);
     const options = {
       algorithms: [alg],
       issuer: ISSUER,
@@ -178,50 +194,16 @@ export async function storeBenchmarks(): Promise<void> {
   await pool.query(`CREATE SCHEMA ${schema}`);
   await migrate(pool);
   const prefix = `portcullis-bench:${crypto.randomUUID()}:`;
-  const grant = {
-    grantId: "g1",
-    principalId: "agent-1",
-    status: "active" as const,
-    capabilities: ["ping"],
-    approvedBy: "alice",
-    createdAt: Date.now(),
-    expiresAt: Date.now() + 86_400_000,
-  };
-  const build = async (stores: Parameters<typeof agentAuth>[0]["stores"]) => {
-    const agents = await agentAuth({
-      issuer: ISSUER,
-      clients: new MemoryClientStore(),
-      keys,
-      tokenTtlSeconds: 3600,
-      capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
-      ...(stores === undefined ? {} : { stores }),
-    });
-    await agents.runtime.grants.create(grant);
-    return agents;
-  };
-  const memory = await build(undefined);
-  const onRedis = await build({
+  const memory = await benchAgents(keys);
+  const onRedis = await benchAgents(keys, {
     grants: new RedisGrantStore({ client: redis, prefix: `${prefix}grant:` }),
     replay: new RedisReplayStore({ client: redis, prefix: `${prefix}jti:` }),
   });
-  const onPostgres = await build({
+  const onPostgres = await benchAgents(keys, {
     grants: new PostgresGrantStore({ pool }),
     replay: new PostgresReplayStore({ pool }),
   });
-  const mint = async (count: number) => {
-    const tokens: string[] = [];
-    for (let i = 0; i < count; i++)
-      tokens.push(
-        (
-          await memory.runtime.tokens.mint({
-            principalId: "agent-1",
-            grantId: "g1",
-            capabilities: ["ping"],
-          })
-        ).token,
-      );
-    return tokens;
-  };
+  const mint = (count: number) => mintTokens(memory, count);
   const body = JSON.stringify({ capability: "ping" });
   const options = {
     algorithms: ["EdDSA"],
