@@ -7,12 +7,61 @@ export {
   newHandler,
   type SecurityOptions,
 } from "./chain/index.ts";
-export * from "./core/index.ts";
+// The application-facing core; the building blocks for writing legs and adapters
+// (context keys, outbox, cookie and path helpers) are on `portcullis/core`.
+export {
+  AccessDeniedError,
+  type Authentication,
+  AuthenticationRequiredError,
+  authenticationFrom,
+  BodyReadError,
+  bindAuthentication,
+  bindValue,
+  bunClientAddress,
+  type ClientAddressFunction,
+  type ClientAddressOptions,
+  Context,
+  type ContextKey,
+  type ContextSource,
+  contextFrom,
+  createAuthentication,
+  createContextKey,
+  denoClientAddress,
+  type ErrorCode,
+  type FetchHandler,
+  type Handler,
+  InvalidOptionsError,
+  isAuthenticated,
+  isBodyReadError,
+  isPortcullisError,
+  JwtInvalidError,
+  type Middleware,
+  mustAuthentication,
+  NoAuthenticationError,
+  nodeServerClientAddress,
+  onWarning,
+  PortcullisError,
+  type PortcullisErrors,
+  type PortcullisWarning,
+  problemResponse,
+  resetWarnings,
+  StoreUnavailableError,
+  sameOriginPath,
+  type WarningCode,
+  workersClientAddress,
+} from "./core/index.ts";
 export * from "./cors/index.ts";
 export * from "./csrf/index.ts";
 export * from "./headers/index.ts";
 export * from "./login/index.ts";
-export * from "./middleware/index.ts";
+export {
+  type BasicAuthOptions,
+  basicAuth,
+  Chain,
+  requireAuthenticated,
+  requireAuthority,
+  requireRole,
+} from "./middleware/index.ts";
 export {
   MemoryRateLimitStore,
   type MemoryRateLimitStoreOptions,
@@ -25,4 +74,13 @@ export {
   type RateLimitStore,
   rateLimit,
 } from "./ratelimit/index.ts";
-export * from "./session/index.ts";
+export {
+  MemorySessionStore,
+  type MemorySessionStoreOptions,
+  Session,
+  type SessionOptions,
+  type SessionRecord,
+  type SessionStore,
+  sessionFrom,
+  sessions,
+} from "./session/index.ts";

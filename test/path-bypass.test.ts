@@ -6,8 +6,8 @@ import {
   createAuthentication,
   type Handler,
   newHandler,
-  RAW_PATH,
 } from "portcullis";
+import { RAW_PATH } from "portcullis/core";
 import { describe, expect, it } from "vitest";
 import { PROTECTED_PATH_VARIANTS } from "./path-variants.ts";
 

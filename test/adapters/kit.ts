@@ -9,7 +9,6 @@ import {
   authz,
   basicAuth,
   bindAuthentication,
-  bindContext,
   Chain,
   contextFrom,
   createAuthentication,
@@ -24,6 +23,7 @@ import {
   ScryptPasswordEncoder,
   sessions,
 } from "portcullis";
+import { bindContext } from "portcullis/core";
 import { cors } from "portcullis/cors";
 import { securityHeaders } from "portcullis/headers";
 import { rateLimit } from "portcullis/ratelimit";

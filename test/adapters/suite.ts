@@ -2,7 +2,7 @@
  * The integration suite every framework adapter runs, over real sockets
  * against real framework instances: same chain, same routes, same verdicts.
  */
-import { normalizePath } from "portcullis";
+import { normalizePath } from "portcullis/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROTECTED_PATH_VARIANTS } from "../path-variants.ts";
 import { call, cookiePair, csrfSession, rawRequest, trickle } from "./client.ts";
