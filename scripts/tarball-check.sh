@@ -73,6 +73,13 @@ check() {
     exit 1
   fi
 }
+# The Hono quick start: its own user and routes.
+PORT=3300 node --import tsx examples/quickstart/server.ts >"$work/quickstart.log" 2>&1 &
+for _ in $(seq 1 100); do [ "$(status http://127.0.0.1:3300/public/hello)" != "000" ] && break; sleep 0.2; done
+quick="$(status http://127.0.0.1:3300/public/hello) $(status -u ada:change-me-ada http://127.0.0.1:3300/) $(status http://127.0.0.1:3300/) $(status -u ada:change-me-ada http://127.0.0.1:3300/billing/invoices)"
+echo "hono quick start: public, signed in, anonymous, billing without BILLING: $quick"
+[ "$quick" = "200 200 401 403" ] || { cat "$work/quickstart.log" >&2; exit 1; }
+
 check express examples/express/server.ts 3301
 check fastify examples/fastify/server.ts 3302
 check koa examples/koa/server.ts 3303
