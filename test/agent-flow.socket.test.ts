@@ -294,6 +294,31 @@ describe("an agent, end to end over the socket", () => {
     expect(notes.length - before).toBe(1);
   });
 
+  it("never lets an agent approve its own request with its key", async () => {
+    const config = await discover();
+    const request = await oidc.initiateDeviceAuthorization(config, { scope: "read_notes" });
+    const selfApproval = await fetch(`${issuer}/agent/approve`, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${btoa(`${KEY_ID}:${KEY_SECRET}`)}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: new URLSearchParams({ user_code: request.user_code, action: "approve" }).toString(),
+    });
+    expect(selfApproval.status).toBe(403);
+    const poll = await fetch(`${issuer}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+        device_code: request.device_code,
+        client_id: KEY_ID,
+        client_secret: KEY_SECRET,
+      }).toString(),
+    });
+    expect(((await poll.json()) as { error: string }).error).toBe("authorization_pending");
+  });
+
   it("lets a second begin by the same agent supersede the first user code", async () => {
     const config = await discover();
     const first = await oidc.initiateDeviceAuthorization(config, { scope: "read_notes" });

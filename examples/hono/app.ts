@@ -306,11 +306,12 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/capability/list").permitAll(),
         match("POST", "/capability/execute").permitAll(),
         match("GET", "/reports/export").permitAll(),
-        // The human side: ordinary signed-in pages with CSRF-protected forms.
-        match("GET", "/device").authenticated(),
-        match("POST", "/device/approve").authenticated(),
-        match("GET", "/agents").authenticated(),
-        match("POST", "/agents/revoke").authenticated(),
+        // The human side: signed-in people (USER and up; an agent's key carries only AGENT),
+        // ordinary pages with CSRF-protected forms.
+        match("GET", "/device").hasRole("USER"),
+        match("POST", "/device/approve").hasRole("USER"),
+        match("GET", "/agents").hasRole("USER"),
+        match("POST", "/agents/revoke").hasRole("USER"),
         // Anything else, including paths the router has no route for, is denied.
       ],
       { hierarchy: "ADMIN > STAFF > USER" },

@@ -1,5 +1,5 @@
 import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
-import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
+import { AccessDeniedError, InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
@@ -109,6 +109,8 @@ export function approvalFormHandler(setup: {
       const outcome = await setup.decide(request, action, params.get("user_code"));
       return await respond({ action, outcome }, request);
     } catch (error) {
+      if (error instanceof AccessDeniedError)
+        return problemResponse(403, { detail: "Only a signed-in person may approve." });
       if (error instanceof StoreUnavailableError)
         return problemResponse(503, {
           detail: "Try again shortly.",

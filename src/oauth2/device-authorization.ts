@@ -1,8 +1,13 @@
-import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
-import type { ContextSource } from "../core/context.ts";
+import {
+  AUTHORIZATION_VERIFIED,
+  authenticationFrom,
+  isAuthenticated,
+} from "../core/authentication.ts";
+import { type ContextSource, contextFrom } from "../core/context.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import {
+  AccessDeniedError,
   AuthenticationRequiredError,
   InvalidOptionsError,
   StoreUnavailableError,
@@ -347,6 +352,10 @@ export class DeviceAuthorizationService {
 function approverOf(ctx: ContextSource): string {
   if (!isAuthenticated(ctx))
     throw new AuthenticationRequiredError("approving a device needs an authenticated human");
+  // A client that authenticated with its own credentials (an agent's key) is no
+  // human: it must never approve a request, least of all its own.
+  if (contextFrom(ctx).get(AUTHORIZATION_VERIFIED) === true)
+    throw new AccessDeniedError("a client's credentials cannot approve a device");
   return authenticationFrom(ctx)?.name as string;
 }
 
