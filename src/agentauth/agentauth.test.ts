@@ -511,6 +511,29 @@ describe("capabilities", () => {
   });
 });
 
+describe("the device flow on the configured clock", () => {
+  it("keeps a pending request alive on the service's clock, not the wall clock", async () => {
+    const clients = new MemoryClientStore();
+    await clients.register({ clientId: "agent-1", secret: "agent-one-secret-0123456789" });
+    t = Date.now() + DAY;
+    const agents = await setup({ clients });
+    const begun = await agents.route(
+      new Request(`${ISSUER}/oauth/device_authorization`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "client_id=agent-1&client_secret=agent-one-secret-0123456789&scope=a",
+      }),
+    );
+    const { user_code } = (await (begun as Response).json()) as { user_code: string };
+    const human = new Request(`${ISSUER}/device`);
+    bindAuthentication(human, createAuthentication("alice", ["USER"]));
+    expect(await agents.describe(human, user_code)).toMatchObject({
+      ok: true,
+      principalId: "agent-1",
+    });
+  });
+});
+
 describe("agentAuth options", () => {
   it("throw when misconfigured", async () => {
     const base = {

@@ -266,7 +266,8 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
           client,
           scope,
           userCode: body.user_code,
-          expiresAt: Date.now() + body.expires_in * 1000,
+          // On the service's clock, which may not be the wall clock.
+          expiresAt: service.now() + body.expires_in * 1000,
           request,
         });
       }

@@ -205,6 +205,11 @@ export class DeviceAuthorizationService {
     throw new StoreUnavailableError("no free user code was found");
   }
 
+  /** The service's clock (epoch ms): what its lifetimes are measured against. */
+  now(): number {
+    return this.#now();
+  }
+
   /**
    * What a user code asks for, for the approval page. Wrong entries count
    * against the approver's and the overall budget. `ctx` must be an
