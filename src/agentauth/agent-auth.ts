@@ -4,6 +4,7 @@ import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
+import { storeCaller } from "../core/store-call.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
 import { type AuthorizationServer, authorizationServer } from "../oauth2/authorization-server.ts";
 import type { ClientStore } from "../oauth2/clients.ts";
@@ -31,7 +32,7 @@ import { MemoryPendingRequestStore, type PendingRequestStore } from "./pending.t
 import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from "./refresh.ts";
 import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import { resolveSession } from "./resolve-session.ts";
-import { type AgentRuntime, emitter, storeCaller } from "./runtime.ts";
+import { type AgentRuntime, emitter } from "./runtime.ts";
 import { capabilityTokens } from "./token.ts";
 
 export interface AgentAuthPaths {
@@ -226,7 +227,12 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     grants,
     replay,
     pending,
-    store: storeCaller(storeTimeoutMs, report, !memoryOnly),
+    store: storeCaller({
+      what: "an agent store",
+      timeoutMs: storeTimeoutMs,
+      report,
+      timed: !memoryOnly,
+    }),
     emit: emitter(options.onEvent),
     now,
     ...(options.onError === undefined ? {} : { onError: options.onError }),

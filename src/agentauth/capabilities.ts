@@ -33,14 +33,8 @@ export interface CapabilityDefinition {
   readonly location?: string;
 }
 
-/** A registered capability, checked and frozen. */
-export interface Capability {
-  readonly name: string;
-  readonly description: string;
-  readonly input?: JsonSchema;
-  readonly output?: JsonSchema;
-  readonly handler?: CapabilityHandler;
-  readonly location?: string;
+/** A registered capability, checked and frozen: its definition plus the argument check. */
+export interface Capability extends CapabilityDefinition {
   /** Checks arguments against `input` (and for prototype keys). */
   readonly check: ArgumentCheck;
 }

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 export type GrantStatus = "active" | "revoked" | "expired";
 
@@ -73,9 +72,7 @@ export class MemoryGrantStore implements GrantStore {
 
   constructor(options: MemoryGrantStoreOptions = {}) {
     rejectUnknownKeys("MemoryGrantStore", options, ["maxEntries"]);
-    this.#max = options.maxEntries ?? 100_000;
-    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError("MemoryGrantStore: maxEntries must be a positive integer");
+    this.#max = positiveInteger("MemoryGrantStore", "maxEntries", options.maxEntries, 100_000);
   }
 
   async create(grant: Grant): Promise<void> {

@@ -54,7 +54,7 @@ export {
 } from "./refresh.ts";
 export { MemoryReplayStore, type MemoryReplayStoreOptions, type ReplayStore } from "./replay.ts";
 export { AGENT_AUTHORITY, resolveSession } from "./resolve-session.ts";
-export { type AgentRuntime, type AgentUrls, emitter, storeCaller } from "./runtime.ts";
+export { type AgentRuntime, type AgentUrls, emitter } from "./runtime.ts";
 export type { ArgumentError, JsonSchema } from "./schema.ts";
 export { AGENT_SESSION, type AgentSession, agentSessionFrom } from "./session.ts";
 export {

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 /** What an agent asked for, between `begin` and the first successful poll. */
 export interface PendingRequest {
@@ -39,11 +38,12 @@ export class MemoryPendingRequestStore implements PendingRequestStore {
 
   constructor(options: MemoryPendingRequestStoreOptions = {}) {
     rejectUnknownKeys("MemoryPendingRequestStore", options, ["maxEntries"]);
-    this.#max = options.maxEntries ?? 10_000;
-    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError(
-        "MemoryPendingRequestStore: maxEntries must be a positive integer",
-      );
+    this.#max = positiveInteger(
+      "MemoryPendingRequestStore",
+      "maxEntries",
+      options.maxEntries,
+      10_000,
+    );
   }
 
   async create(request: PendingRequest): Promise<void> {

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 /** Remembers used token ids until the tokens could no longer verify anyway. */
 export interface ReplayStore {
@@ -22,9 +21,7 @@ export class MemoryReplayStore implements ReplayStore {
 
   constructor(options: MemoryReplayStoreOptions = {}) {
     rejectUnknownKeys("MemoryReplayStore", options, ["maxEntries"]);
-    this.#max = options.maxEntries ?? 100_000;
-    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError("MemoryReplayStore: maxEntries must be a positive integer");
+    this.#max = positiveInteger("MemoryReplayStore", "maxEntries", options.maxEntries, 100_000);
   }
 
   async setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean> {

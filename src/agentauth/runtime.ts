@@ -1,5 +1,3 @@
-import { withDeadline } from "../core/deadline.ts";
-import { StoreUnavailableError } from "../core/errors.ts";
 import type { CapabilityRegistry } from "./capabilities.ts";
 import type { AgentEvent, AgentEventListener } from "./events.ts";
 import type { GrantStore } from "./grants.ts";
@@ -28,31 +26,6 @@ export interface AgentRuntime {
   readonly emit: (event: AgentEvent) => void;
   readonly now: () => number;
   readonly onError?: (error: unknown, request: Request) => void;
-}
-
-/** A bounded, fail-closed store caller. */
-export function storeCaller(
-  timeoutMs: number,
-  report: (error: unknown) => void,
-  timed = true,
-): <T>(operation: () => Promise<T>) => Promise<T> {
-  return async (operation) => {
-    try {
-      // Built-in memory stores answer within the call: no timer for them.
-      return timed
-        ? await withDeadline(operation(), timeoutMs, "an agent store")
-        : await operation();
-    } catch (error) {
-      try {
-        report(error);
-      } catch {
-        // A failing logger must not change the answer.
-      }
-      throw new StoreUnavailableError("an agent store failed or did not answer in time", {
-        cause: error,
-      });
-    }
-  };
 }
 
 /** Calls the listener, never letting it change the answer. */

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "./errors.ts";
-import { rejectUnknownKeys } from "./options.ts";
+import { positiveInteger, rejectUnknownKeys } from "./options.ts";
 
 /** What `LoginAttemptStore.consume` answers. */
 export interface AttemptReservation {
@@ -56,11 +55,12 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
 
   constructor(options: MemoryLoginAttemptStoreOptions = {}) {
     rejectUnknownKeys("MemoryLoginAttemptStore", options, ["maxEntries"]);
-    this.#max = options?.maxEntries ?? 10_000;
-    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError(
-        "MemoryLoginAttemptStore: maxEntries must be a positive integer",
-      );
+    this.#max = positiveInteger(
+      "MemoryLoginAttemptStore",
+      "maxEntries",
+      options?.maxEntries,
+      10_000,
+    );
   }
 
   /** How many counters are held. */

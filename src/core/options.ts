@@ -21,3 +21,16 @@ export function rejectUnknownKeys(
     }
   }
 }
+
+/** `value`, or `fallback` when it is undefined; throws unless it is a positive safe integer. */
+export function positiveInteger(
+  where: string,
+  name: string,
+  value: unknown,
+  fallback: number,
+): number {
+  const chosen = value ?? fallback;
+  if (typeof chosen !== "number" || !Number.isSafeInteger(chosen) || chosen < 1)
+    throw new InvalidOptionsError(`${where}: ${name} must be a positive integer`);
+  return chosen;
+}

@@ -1,6 +1,6 @@
 import { base64url, randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 /** What the credential is: an OAuth2 client or an API key presented as one. */
 export type ClientKind = "oauth2_client" | "api_key";
@@ -136,10 +136,12 @@ export class MemoryClientStore implements ClientStore {
 
   constructor(options: MemoryClientStoreOptions = {}) {
     rejectUnknownKeys("MemoryClientStore", options, ["maxEntries"]);
-    const maxEntries = options.maxEntries ?? 10_000;
-    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1)
-      throw new InvalidOptionsError("MemoryClientStore: maxEntries must be a positive integer");
-    this.#maxEntries = maxEntries;
+    this.#maxEntries = positiveInteger(
+      "MemoryClientStore",
+      "maxEntries",
+      options.maxEntries,
+      10_000,
+    );
   }
 
   /** Adds or replaces a client. */

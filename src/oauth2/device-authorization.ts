@@ -4,7 +4,6 @@ import {
   isAuthenticated,
 } from "../core/authentication.ts";
 import { type ContextSource, contextFrom } from "../core/context.ts";
-import { withDeadline } from "../core/deadline.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import {
   AccessDeniedError,
@@ -15,6 +14,7 @@ import {
 import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
+import { storeCaller } from "../core/store-call.ts";
 import {
   type DeviceCodeRecord,
   type DeviceCodeStore,
@@ -104,9 +104,7 @@ export class DeviceAuthorizationService {
   readonly #perApprover: number;
   readonly #overall: number;
   readonly #windowMs: number;
-  readonly #timeoutMs: number;
-  readonly #timed: boolean;
-  readonly #report: (error: unknown) => void;
+  readonly #call: <T>(operation: () => Promise<T>) => Promise<T>;
   readonly #now: () => number;
 
   constructor(options: DeviceAuthorizationServiceOptions) {
@@ -146,15 +144,18 @@ export class DeviceAuthorizationService {
       1000,
       864e5,
     );
-    this.#timeoutMs = integer("storeTimeoutMs", options.storeTimeoutMs ?? 1000, 1, 60_000);
     if (options.onStoreError !== undefined && typeof options.onStoreError !== "function")
       throw new InvalidOptionsError("DeviceAuthorizationService: onStoreError must be a function");
-    this.#report = options.onStoreError ?? throttledConsole("device code store failed");
+    this.#call = storeCaller({
+      what: "the device code store",
+      timeoutMs: integer("storeTimeoutMs", options.storeTimeoutMs ?? 1000, 1, 60_000),
+      report: options.onStoreError ?? throttledConsole("device code store failed"),
+      // Built-in memory stores answer within the call: no timer for them.
+      timed:
+        !(this.#store instanceof MemoryDeviceCodeStore) ||
+        !(this.#attempts instanceof MemoryLoginAttemptStore),
+    });
     this.#now = options.now ?? Date.now;
-    // Built-in memory stores answer within the call: no timer for them.
-    this.#timed =
-      !(this.#store instanceof MemoryDeviceCodeStore) ||
-      !(this.#attempts instanceof MemoryLoginAttemptStore);
   }
 
   /**
@@ -320,37 +321,9 @@ export class DeviceAuthorizationService {
     };
   }
 
-  async #call<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return this.#timed
-        ? await withDeadline(operation(), this.#timeoutMs, "the device code store")
-        : await operation();
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) throw error;
-      this.#reportSafely(error);
-      throw new StoreUnavailableError("the device code store failed or did not answer in time", {
-        cause: error,
-      });
-    }
-  }
-
-  // Giving budget back only loosens it: a failure keeps the entry counted.
+  // Giving budget back only loosens it: a failure (reported) keeps the entry counted.
   async #settle(operation: () => Promise<void>): Promise<void> {
-    try {
-      await (this.#timed
-        ? withDeadline(operation(), this.#timeoutMs, "the attempt store")
-        : operation());
-    } catch (error) {
-      this.#reportSafely(error);
-    }
-  }
-
-  #reportSafely(error: unknown): void {
-    try {
-      this.#report(error);
-    } catch {
-      // A failing logger must not change the answer.
-    }
+    await this.#call(operation).catch(() => {});
   }
 }
 

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
 
@@ -90,8 +89,14 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
 
   constructor(options: MemoryDeviceCodeStoreOptions = {}) {
     rejectUnknownKeys("MemoryDeviceCodeStore", options, ["maxEntries", "maxPendingPerClient"]);
-    this.#maxEntries = positiveInteger("maxEntries", options.maxEntries ?? 10_000);
-    this.#maxPerClient = positiveInteger("maxPendingPerClient", options.maxPendingPerClient ?? 5);
+    const where = "MemoryDeviceCodeStore";
+    this.#maxEntries = positiveInteger(where, "maxEntries", options.maxEntries, 10_000);
+    this.#maxPerClient = positiveInteger(
+      where,
+      "maxPendingPerClient",
+      options.maxPendingPerClient,
+      5,
+    );
   }
 
   async create(record: DeviceCodeRecord, now: number): Promise<CreateOutcome> {
@@ -185,10 +190,4 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
       if (record.expiresAt <= now || record.status === "consumed") this.#remove(record);
     }
   }
-}
-
-function positiveInteger(name: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1)
-    throw new InvalidOptionsError(`MemoryDeviceCodeStore: ${name} must be a positive integer`);
-  return value;
 }

@@ -1,5 +1,4 @@
-import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 import {
   type RateLimitDecision,
   type RateLimitPolicy,
@@ -74,9 +73,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
 
   constructor(options: MemoryRateLimitStoreOptions = {}) {
     rejectUnknownKeys("MemoryRateLimitStore", options, ["maxEntries"]);
-    this.#max = options.maxEntries ?? 10_000;
-    if (!Number.isSafeInteger(this.#max) || this.#max < 1)
-      throw new InvalidOptionsError("maxEntries must be a positive integer");
+    this.#max = positiveInteger("MemoryRateLimitStore", "maxEntries", options.maxEntries, 10_000);
     this.#maxProtected = Math.max(1, Math.floor(this.#max * 0.8));
     this.#frequency = new FrequencySketch(this.#max);
   }

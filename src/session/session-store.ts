@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from "../core/errors.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 /** What a session store keeps under a session id. Plain JSON, so any store can hold it. */
 export interface SessionRecord {
@@ -71,9 +71,7 @@ export class MemorySessionStore implements SessionStore {
 
   constructor(options: MemorySessionStoreOptions = {}) {
     rejectUnknownKeys("MemorySessionStore", options, ["maxEntries", "now"]);
-    const max = options.maxEntries ?? 10_000;
-    if (!Number.isSafeInteger(max) || max < 1)
-      throw new InvalidOptionsError("MemorySessionStore: maxEntries must be a positive integer");
+    const max = positiveInteger("MemorySessionStore", "maxEntries", options.maxEntries, 10_000);
     if (options.now !== undefined && typeof options.now !== "function")
       throw new InvalidOptionsError("MemorySessionStore: now must be a function");
     this.#max = max;

@@ -7,13 +7,13 @@ import {
   serializeCookie,
   validateCookie,
 } from "../core/cookie.ts";
-import { withDeadline } from "../core/deadline.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
+import { storeCaller } from "../core/store-call.ts";
 import { warnOnce } from "../core/warning.ts";
 import { SESSION, SESSION_ID, Session, type SessionRuntime, ttlOf } from "./session.ts";
 import { MemorySessionStore, type SessionStore } from "./session-store.ts";
@@ -137,22 +137,7 @@ export function sessions(options: SessionOptions = {}): Middleware {
     idleTimeoutMs,
     anonymousIdleTimeoutMs,
     absoluteTimeoutMs,
-    call: async (operation) => {
-      try {
-        return timed
-          ? await withDeadline(operation(), storeTimeoutMs, "the session store")
-          : await operation();
-      } catch (error) {
-        try {
-          report(error);
-        } catch {
-          // A failing logger must not change the answer.
-        }
-        throw new StoreUnavailableError("the session store failed or did not answer in time", {
-          cause: error,
-        });
-      }
-    },
+    call: storeCaller({ what: "the session store", timeoutMs: storeTimeoutMs, report, timed }),
     // The outbox is made only when a cookie is actually set: most requests set none.
     setCookie: (request, id) => {
       if (id !== undefined && secure) warnIfDropped(request);

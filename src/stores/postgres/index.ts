@@ -4,8 +4,8 @@
  * `migrate(pool)` or `migration.sql`.
  */
 
-export { MIGRATION } from "./migration.ts";
 export {
+  MIGRATION_FILE,
   migrate,
   PostgresGrantStore,
   type PostgresQueryable,

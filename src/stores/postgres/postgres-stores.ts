@@ -1,9 +1,9 @@
+import { readFile } from "node:fs/promises";
 import type { Grant, GrantStore } from "../../agentauth/grants.ts";
 import type { ReplayStore } from "../../agentauth/replay.ts";
 import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
-import { MIGRATION } from "./migration.ts";
 
 /**
  * What the stores need of `pg`: a `Pool` (or a client) that runs parameterised
@@ -23,9 +23,12 @@ export interface PostgresStoreOptions {
   readonly timeoutMs?: number;
 }
 
+/** The schema file the package ships, next to this module (in `src/` and in `dist/`). */
+export const MIGRATION_FILE = new URL("./migration.sql", import.meta.url);
+
 /** Creates the tables and indexes the stores use (`migration.sql`); safe to run again. */
 export async function migrate(pool: PostgresQueryable): Promise<void> {
-  await pool.query(MIGRATION);
+  await pool.query(await readFile(MIGRATION_FILE, "utf8"));
 }
 
 abstract class PostgresStore {

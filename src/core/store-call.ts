@@ -1,0 +1,38 @@
+import { withDeadline } from "./deadline.ts";
+import { StoreUnavailableError } from "./errors.ts";
+
+/** How a leg or service calls its store: bounded, reported, and failing closed. */
+export interface StoreCallOptions {
+  /** Names the store in messages: `"the session store"`. */
+  readonly what: string;
+  /** A call not answered within this rejects. */
+  readonly timeoutMs: number;
+  /** Told about every failure; a listener that throws changes nothing. */
+  readonly report: (error: unknown) => void;
+  /** False for built-in memory stores, which answer within the call: no timer for them. */
+  readonly timed: boolean;
+}
+
+/**
+ * A caller for store operations: each runs within `timeoutMs`, and a failure
+ * or timeout is reported and rethrown as `StoreUnavailableError` (HTTP 503),
+ * so nothing is ever served as if the store had answered.
+ */
+export function storeCaller(
+  options: StoreCallOptions,
+): <T>(operation: () => Promise<T>) => Promise<T> {
+  const { what, timeoutMs, report, timed } = options;
+  return async (operation) => {
+    try {
+      return timed ? await withDeadline(operation(), timeoutMs, what) : await operation();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) throw error;
+      try {
+        report(error);
+      } catch {
+        // A failing logger must not change the answer.
+      }
+      throw new StoreUnavailableError(`${what} failed or did not answer in time`, { cause: error });
+    }
+  };
+}
