@@ -136,12 +136,17 @@ describe.each(["express", "fastify", "koa", "node"])(
   },
 );
 
-/** Runs an example client script and collects what it prints. */
-function runClient(script: string, base: string) {
-  const child = spawn(process.execPath, ["--conditions=source", "--import", "tsx", script, base], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+/** Runs an example client script with `args` (and `env` added) and collects what it prints. */
+function runClient(script: string, args: string[], env: Record<string, string> = {}) {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=source", "--import", "tsx", script, ...args],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   const run = {
     child,
     output: "",
@@ -200,7 +205,7 @@ describe("the device-flow example, over a socket", () => {
   });
 
   it("signs the demo device in as the human who approves its code at /device", async () => {
-    device = runClient("examples/device/device.ts", base);
+    device = runClient("examples/device/device.ts", [base]);
     const userCode = await printedCode(device);
     const cookie = await signIn(base);
     const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
@@ -231,7 +236,7 @@ describe("the device-flow example, over a socket", () => {
 
 describe("the agent demo against the Hono example (npm start), over a socket", () => {
   let child: ChildProcess | undefined;
-  let agent: ReturnType<typeof runAgentDemo> | undefined;
+  let agent: ReturnType<typeof runClient> | undefined;
   let base = "";
 
   beforeAll(async () => {
@@ -243,32 +248,8 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     agent?.child.kill();
   });
 
-  function runAgentDemo(...args: string[]) {
-    const run = spawn(
-      process.execPath,
-      ["--conditions=source", "--import", "tsx", "examples/agent/agent.ts", ...args],
-      {
-        cwd: ROOT,
-        env: { ...process.env, PORTCULLIS_URL: base },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    const state = {
-      child: run,
-      output: "",
-      exited: new Promise<number | null>((resolve) => run.on("exit", resolve)),
-    };
-    run.stdout?.on("data", (chunk: Buffer) => {
-      state.output += chunk.toString("utf8");
-    });
-    run.stderr?.on("data", (chunk: Buffer) => {
-      state.output += chunk.toString("utf8");
-    });
-    return state;
-  }
-
   it("npm run agent -- export_report: approval by code, a location capability, then revocation", async () => {
-    agent = runAgentDemo("export_report");
+    agent = runClient("examples/agent/agent.ts", ["export_report"], { PORTCULLIS_URL: base });
     const userCode = await printedCode(agent);
     const cookie = await signIn(base);
     const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });

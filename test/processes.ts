@@ -82,6 +82,27 @@ export async function startServer(
   };
 }
 
+/** Spawns a server and resolves once it prints `ready`; rejects with its output if it exits first. */
+async function spawnUntilReady(
+  command: string,
+  args: string[],
+  ready: string,
+): Promise<{ child: ChildProcess; exited: Promise<void> }> {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      if (output.includes(ready)) resolve();
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    void exited.then(() => reject(new Error(`${command} exited:\n${output}`)));
+  });
+  return { child, exited };
+}
+
 export interface RedisProcess {
   readonly port: number;
   readonly url: string;
@@ -98,21 +119,13 @@ export async function startRedis(): Promise<RedisProcess> {
   let child: ChildProcess;
   let exited: Promise<void>;
   const launch = async () => {
-    child = spawn(
+    ({ child, exited } = await spawnUntilReady(
       "redis-server",
       ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-    let output = "";
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.on("data", (chunk: Buffer) => {
-        output += chunk.toString("utf8");
-        if (output.includes("Ready to accept connections")) resolve();
-      });
-      void exited.then(() => reject(new Error(`redis-server exited:\n${output}`)));
-    });
+      "Ready to accept connections",
+    ));
   };
+
   await launch();
   return {
     port,
@@ -198,19 +211,7 @@ export async function startPostgres(): Promise<PostgresProcess> {
       "-c",
       "fsync=off",
     ]);
-    // Its own process group, so freeze and kill reach the backends too.
-    child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
-    exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-    let output = "";
-    await new Promise<void>((resolve, reject) => {
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString("utf8");
-        if (output.includes("ready to accept connections")) resolve();
-      };
-      child.stdout?.on("data", onData);
-      child.stderr?.on("data", onData);
-      void exited.then(() => reject(new Error(`postgres exited:\n${output}`)));
-    });
+    ({ child, exited } = await spawnUntilReady(command, args, "ready to accept connections"));
   };
   await launch();
   // The postmaster (its pid heads postmaster.pid) and its backends, whoever spawned them.
