@@ -31,7 +31,7 @@ import {
   RedisPendingRequestStore,
   RedisReplayStore,
 } from "../src/stores/redis/index.ts";
-import { redisForTests } from "../src/stores/redis/testing/redis.ts";
+import { redisForTests } from "./support/redis.ts";
 
 const redis = redisForTests();
 const schema = `portcullis_test_${crypto.randomUUID().replace(/-/g, "")}`;

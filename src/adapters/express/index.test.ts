@@ -1,5 +1,6 @@
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
+import { serveListener, type TestServer } from "../../../test/support/listen.ts";
 import { routes } from "../../authz/routes.ts";
 import { anyRequest, match } from "../../authz/rules.ts";
 import { newChain } from "../../chain/new-chain.ts";
@@ -9,7 +10,6 @@ import {
   mustAuthentication,
 } from "../../core/authentication.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { serveListener, type TestServer } from "../node/testing/server.ts";
 import { expressMiddleware } from "./index.ts";
 
 let served: TestServer | undefined;

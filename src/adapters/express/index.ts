@@ -1,10 +1,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
-import { applyHeaders, writeResponse } from "../node/response.ts";
-import { type AdapterOptions, chainRunner } from "../node/run.ts";
+import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
+import { applyHeaders, writeResponse } from "../../node/response.ts";
 
-export type { AdapterOptions } from "../node/run.ts";
+export type { AdapterOptions } from "../../node/chain-runner.ts";
 
 /**
  * Runs a Portcullis chain (or a single guard, or a scoped `authz.routes`) as

@@ -7,9 +7,9 @@ import type {
 import fastifyPlugin from "fastify-plugin";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
-import { type AdapterOptions, chainRunner } from "../node/run.ts";
+import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 
-export type { AdapterOptions } from "../node/run.ts";
+export type { AdapterOptions } from "../../node/chain-runner.ts";
 
 /** Options of the `fastifyPortcullis` plugin. */
 export interface FastifyPortcullisOptions extends AdapterOptions {

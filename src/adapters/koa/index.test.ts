@@ -1,7 +1,7 @@
 import Koa from "koa";
 import { afterEach, describe, expect, it } from "vitest";
+import { serveListener, type TestServer } from "../../../test/support/listen.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { serveListener, type TestServer } from "../node/testing/server.ts";
 import { koaMiddleware } from "./index.ts";
 
 let served: TestServer | undefined;

@@ -1,10 +1,10 @@
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
-import { applyHeaders } from "../node/response.ts";
-import { type AdapterOptions, chainRunner } from "../node/run.ts";
+import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
+import { applyHeaders } from "../../node/response.ts";
 
-export type { AdapterOptions } from "../node/run.ts";
+export type { AdapterOptions } from "../../node/chain-runner.ts";
 
 /**
  * Runs a Portcullis chain (or a guard, or a scoped `authz.routes`) as Koa 3

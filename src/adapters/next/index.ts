@@ -2,9 +2,9 @@ import type { NextRequest } from "next/server.js";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
+import { isPassThrough, passThroughResponse, toMiddleware } from "../../core/pass-through.ts";
 import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
-import { isPassThrough, passThroughResponse, toMiddleware } from "../node/pass-through.ts";
 
 /** Options of the Next.js adapters. */
 export interface NextAdapterOptions {

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { serveListener, type TestServer } from "../../../test/support/listen.ts";
 import { routes } from "../../authz/routes.ts";
 import { anyRequest } from "../../authz/rules.ts";
 import { newChain } from "../../chain/new-chain.ts";
 import { nodeListener, toNodeListener } from "./index.ts";
-import { serveListener, type TestServer } from "./testing/server.ts";
 
 let server: TestServer | undefined;
 afterEach(async () => {

@@ -1,6 +1,7 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { serveListener, type TestServer } from "../../../test/support/listen.ts";
 import {
   bindAuthentication,
   createAuthentication,
@@ -12,7 +13,6 @@ import type { Middleware } from "../../core/handler.ts";
 import { Chain } from "../../middleware/chain.ts";
 import { requireAuthenticated } from "../../middleware/guards.ts";
 import { nodeListener, serveFetch, toNodeListener } from "./index.ts";
-import { serveListener, type TestServer } from "./testing/server.ts";
 
 let served: TestServer | undefined;
 let server: Server | undefined;

@@ -12,18 +12,18 @@ import type { FetchHandler, Middleware } from "../../core/handler.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 import { problemResponse, reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
-import { buildRequest } from "./request.ts";
-import { applyHeaders, writeResponse } from "./response.ts";
-import { type AdapterOptions, chainRunner } from "./run.ts";
+import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
+import { buildRequest } from "../../node/request.ts";
+import { applyHeaders, writeResponse } from "../../node/response.ts";
 
-export { BodyUnavailableError } from "./body.ts";
-export { applyHeaders, writeResponse } from "./response.ts";
+export { BodyUnavailableError } from "../../node/body-tap.ts";
 export {
   type AdapterOptions,
   type ChainOutcome,
   type ChainRunner,
   chainRunner,
-} from "./run.ts";
+} from "../../node/chain-runner.ts";
+export { applyHeaders, writeResponse } from "../../node/response.ts";
 
 /** A `node:http` request listener, sync or async. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => unknown;

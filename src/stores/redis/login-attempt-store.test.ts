@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
+import { redisForTests } from "../../../test/support/redis.ts";
 import { PASSWORDS, testApp } from "../../../test/support/session-app.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { RedisLoginAttemptStore } from "./login-attempt-store.ts";
 import type { RedisScriptingClient } from "./script.ts";
-import { redisForTests } from "./testing/redis.ts";
 
 const { client, prefix } = redisForTests();
 

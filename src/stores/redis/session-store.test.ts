@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it, vi } from "vitest";
+import { redisForTests } from "../../../test/support/redis.ts";
 import { newHandler } from "../../chain/index.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { createAuthentication } from "../../core/index.ts";
@@ -10,7 +11,6 @@ import {
   RedisSessionStore,
   type RedisSessionStoreOptions,
 } from "./session-store.ts";
-import { redisForTests } from "./testing/redis.ts";
 
 const { client, prefix } = redisForTests();
 

@@ -1,8 +1,8 @@
-import { randomToken } from "../../core/encoding.ts";
-import type { Middleware } from "../../core/handler.ts";
-import type { Chain } from "../../middleware/chain.ts";
+import { randomToken } from "./encoding.ts";
+import type { Middleware } from "./handler.ts";
 
-// Web-standard only: the Next.js adapter uses this module on the edge runtime too.
+// The pass-through protocol between a host adapter and the chain: web-standard only, so the
+// Next.js adapter uses it on the edge runtime too.
 
 // Marks the innermost handler's answer. A leg that copies it (`new Response(body, response)`)
 // keeps the status text; a leg that answers on its own, even after calling next, does not.
@@ -24,10 +24,12 @@ export function isPassThrough(response: unknown): response is Response {
 }
 
 /** The middleware of a `Chain`, or the middleware itself. */
-export function toMiddleware(middleware: Middleware | Chain): Middleware {
+export function toMiddleware(
+  middleware: Middleware | { readonly middleware: Middleware },
+): Middleware {
   if (typeof middleware === "function") return middleware;
-  const composed = (middleware as Chain | undefined)?.middleware;
+  const composed = (middleware as { middleware?: unknown } | undefined)?.middleware;
   if (typeof composed !== "function")
     throw new TypeError("expected a Portcullis middleware or Chain");
-  return composed;
+  return composed as Middleware;
 }

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { BodyTap } from "./body.ts";
+import { BodyTap } from "./body-tap.ts";
 
 // A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port: nothing that
 // could end the authority early (`/`, `?`, `#`, `@`, `\`) or smuggle in a second one.

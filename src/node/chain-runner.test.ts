@@ -1,21 +1,21 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
-import { routes } from "../../authz/routes.ts";
-import { anyRequest } from "../../authz/rules.ts";
-import { newChain } from "../../chain/new-chain.ts";
+import { routes } from "../authz/routes.ts";
+import { anyRequest } from "../authz/rules.ts";
+import { newChain } from "../chain/new-chain.ts";
 import {
   authenticationFrom,
   bindAuthentication,
   createAuthentication,
-} from "../../core/authentication.ts";
-import { PEER_ADDRESS } from "../../core/client-address.ts";
-import { bindContext, contextFrom } from "../../core/context.ts";
-import type { Middleware } from "../../core/handler.ts";
-import { RAW_PATH } from "../../core/path.ts";
-import { Chain } from "../../middleware/chain.ts";
-import { requireRole } from "../../middleware/guards.ts";
-import { chainRunner } from "./run.ts";
+} from "../core/authentication.ts";
+import { PEER_ADDRESS } from "../core/client-address.ts";
+import { bindContext, contextFrom } from "../core/context.ts";
+import type { Middleware } from "../core/handler.ts";
+import { RAW_PATH } from "../core/path.ts";
+import { Chain } from "../middleware/chain.ts";
+import { requireRole } from "../middleware/guards.ts";
+import { chainRunner } from "./chain-runner.ts";
 
 function pair(url = "/x", headers: Record<string, string> = {}) {
   const socket = new Socket();

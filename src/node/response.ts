@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
-import type { ResponseOutbox } from "../../core/outbox.ts";
+import type { ResponseOutbox } from "../core/outbox.ts";
 
 /** Headers of a pass-through answer that describe its (empty) body, not the route's. */
 const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);

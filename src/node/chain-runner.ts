@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../../core/client-address.ts";
-import { bindContext, bindValue, boundContext, contextFrom } from "../../core/context.ts";
-import type { Handler, Middleware } from "../../core/handler.ts";
-import { outboxOf } from "../../core/outbox.ts";
-import { RAW_PATH, ROUTED_PATHS } from "../../core/path.ts";
-import { internalErrorResponse, problemResponse } from "../../core/problem.ts";
-import { warnOnce } from "../../core/warning.ts";
-import type { Chain } from "../../middleware/chain.ts";
-import type { BodyTap } from "./body.ts";
-import { isPassThrough, passThroughResponse, toMiddleware } from "./pass-through.ts";
+import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
+import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
+import type { Handler, Middleware } from "../core/handler.ts";
+import { outboxOf } from "../core/outbox.ts";
+import { isPassThrough, passThroughResponse, toMiddleware } from "../core/pass-through.ts";
+import { RAW_PATH, ROUTED_PATHS } from "../core/path.ts";
+import { internalErrorResponse, problemResponse } from "../core/problem.ts";
+import { warnOnce } from "../core/warning.ts";
+import type { Chain } from "../middleware/chain.ts";
+import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
 import { drainOutboxOnHead } from "./response.ts";
 
