@@ -84,7 +84,7 @@ export function chainRunner(
   return async (message, res, target, bindTo, frameworkTrustsProxy, routedTarget) => {
     let built: ReturnType<typeof buildRequest>;
     try {
-      built = buildRequest(message, target);
+      built = buildRequest(message, target, true, { response: res });
     } catch (error) {
       return fail(error, undefined);
     }

@@ -1,6 +1,7 @@
-import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { BodyTap } from "./body-tap.ts";
+import { fetchHeaders, LAZY_REQUESTS, lazyRequest, requestInit } from "./lazy-request.ts";
 
 // A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port: nothing that
 // could end the authority early (`/`, `?`, `#`, `@`, `\`) or smuggle in a second one.
@@ -46,25 +47,10 @@ function hasBody(headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== "0";
 }
 
-/** Header values as Fetch takes them: Node joins duplicates already, except `set-cookie`. */
-function fetchHeaders(headers: IncomingHttpHeaders): HeadersInit {
-  for (const name in headers) {
-    if (typeof headers[name] !== "string" || name.charCodeAt(0) === 0x3a)
-      return slowHeaders(headers);
-  }
-  return headers as Record<string, string>;
-}
-
-function slowHeaders(headers: IncomingHttpHeaders): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (const name in headers) {
-    if (name.charCodeAt(0) === 0x3a) continue; // HTTP/2 pseudo-headers
-    const value = headers[name];
-    if (typeof value === "string") pairs.push([name, value]);
-    else if (Array.isArray(value)) for (const item of value) pairs.push([name, item]);
-  }
-  return pairs;
-}
+/** Methods Fetch refuses to carry. */
+const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
+/** An upper-case token: a method Fetch keeps exactly as sent (Node's parser sends only these). */
+const PLAIN_METHOD = /^[A-Z]+$/;
 
 /**
  * Builds a Fetch `Request` from a Node request: the headers the framework sees
@@ -82,6 +68,7 @@ export function buildRequest(
   message: IncomingMessage,
   target: string,
   record = true,
+  options: BuildOptions = {},
 ): BuiltRequest | undefined {
   const split = splitTarget(target);
   if (split === undefined) return undefined;
@@ -89,19 +76,33 @@ export function buildRequest(
   if (!isValidHost(host)) return undefined;
   const scheme = (message.socket as TLSSocket | null)?.encrypted === true ? "https" : "http";
   const method = message.method ?? "GET";
-  let tap: BodyTap | undefined;
-  const init: RequestInit & { duplex?: "half" } = {
-    method,
-    headers: fetchHeaders(message.headers),
-  };
-  if (method !== "GET" && method !== "HEAD" && hasBody(message.headers)) {
-    tap = new BodyTap(message, record);
-    init.body = tap.stream();
-    init.duplex = "half";
-  }
+  if (FORBIDDEN_METHODS.has(method.toUpperCase())) return undefined;
+  const tap =
+    method !== "GET" && method !== "HEAD" && hasBody(message.headers)
+      ? new BodyTap(message, record)
+      : undefined;
+  let url: string;
   try {
-    return { request: new Request(`${scheme}://${host}${target}`, init), tap, rawPath: split.path };
+    // The URL as Fetch would serialize it (dot segments resolved, characters escaped).
+    url = new URL(`${scheme}://${host}${target}`).href;
   } catch {
     return undefined;
   }
+  const source = { url, method, headers: message.headers, tap, response: options.response };
+  const lazy = (options.lazy ?? LAZY_REQUESTS) && PLAIN_METHOD.test(method);
+  try {
+    const request = lazy
+      ? lazyRequest(source)
+      : new Request(url, requestInit(source, fetchHeaders(message.headers)));
+    return { request, tap, rawPath: split.path };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface BuildOptions {
+  /** The request's `signal` aborts when this response closes before it finished. */
+  readonly response?: ServerResponse;
+  /** Build a lazy request (default: when the runtime allows it) or a real one at once. */
+  readonly lazy?: boolean;
 }

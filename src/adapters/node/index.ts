@@ -89,7 +89,7 @@ export function toNodeListener(
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
   return (req, res) => {
-    const built = buildRequest(req, req.url ?? "", false);
+    const built = buildRequest(req, req.url ?? "", false, { response: res });
     if (built === undefined) {
       writeResponse(
         res,
