@@ -1,4 +1,5 @@
 import { randomToken } from "./encoding.ts";
+import { FieldList } from "./field-list.ts";
 import type { Middleware } from "./handler.ts";
 
 // The pass-through protocol between a host adapter and the chain: web-standard only, so the
@@ -8,9 +9,33 @@ import type { Middleware } from "./handler.ts";
 // keeps the status text; a leg that answers on its own, even after calling next, does not.
 const PASS_THROUGH = `portcullis-pass-${randomToken(12)}`;
 
+const FIELDS = Symbol("portcullis.passThroughFields");
+
+// Its headers are a `FieldList`: the legs' dozen fields per request cost map writes, and the
+// adapter copies them onto the native response in one pass over the map.
+class PassThroughResponse extends Response {
+  readonly [FIELDS] = new FieldList();
+
+  constructor() {
+    super(null, { status: 200, statusText: PASS_THROUGH });
+  }
+
+  override clone(): Response {
+    const copy = new PassThroughResponse();
+    for (const [name, value] of this[FIELDS]) copy[FIELDS].append(name, value);
+    return copy;
+  }
+}
+
+Object.defineProperty(PassThroughResponse.prototype, "headers", {
+  get(this: PassThroughResponse) {
+    return this[FIELDS];
+  },
+});
+
 /** The empty answer an adapter's innermost handler gives at once, for the legs to decorate. */
 export function passThroughResponse(): Response {
-  return new Response(null, { status: 200, statusText: PASS_THROUGH });
+  return new PassThroughResponse();
 }
 
 /** True for `passThroughResponse()` or a copy of it: the legs handed the pass back. */

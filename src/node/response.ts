@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { FieldList } from "../core/field-list.ts";
 import type { ResponseOutbox } from "../core/outbox.ts";
 
 /** Headers of a pass-through answer that describe its (empty) body, not the route's. */
@@ -14,6 +15,15 @@ export function applyHeaders(
   headers: Headers,
   skip?: (name: string) => boolean,
 ): void {
+  if (headers instanceof FieldList) {
+    // The pass-through answer's own list: one pass over the map, no sorted copy.
+    for (const [name, value] of headers.fields()) {
+      if (BODY_HEADERS.has(name) || skip?.(name)) continue;
+      res.setHeader(name, value);
+    }
+    for (const cookie of headers.cookies()) res.appendHeader("set-cookie", cookie);
+    return;
+  }
   for (const [name, value] of headers) {
     if (name === "set-cookie" || BODY_HEADERS.has(name) || skip?.(name)) continue;
     res.setHeader(name, value);
@@ -22,9 +32,10 @@ export function applyHeaders(
 }
 
 /**
- * Writes a Fetch `Response` to a Node response: status, headers, then the body
- * streamed chunk by chunk, waiting for `'drain'` when the socket is full. A
- * client that goes away cancels the body.
+ * Writes a Fetch `Response` to a Node response: status, headers, then the
+ * body. A body made from a string or bytes goes out with the head in one
+ * write; any other is streamed chunk by chunk, waiting for `'drain'` when the
+ * socket is full. A client that goes away cancels the body.
  */
 export async function writeResponse(
   res: ServerResponse,
@@ -34,6 +45,11 @@ export async function writeResponse(
   res.statusCode = response.status;
   if (response.statusText !== "") res.statusMessage = response.statusText;
   applyHeadersOf(res, response);
+  const whole = wholeBody(response);
+  if (whole !== undefined) {
+    res.end(method === "HEAD" ? undefined : whole);
+    return;
+  }
   const body = response.body;
   if (body === null || method === "HEAD") {
     if (body !== null) await body.cancel().catch(() => {});
@@ -41,6 +57,31 @@ export async function writeResponse(
     return;
   }
   await pipeBody(res, body);
+}
+
+// The runtime's Response keeps its state in a symbol slot (undici 6, Node 20 and 22), where a
+// body made from a string or bytes keeps its source beside the stream made of it.
+const RESPONSE_STATE = Object.getOwnPropertySymbols(new Response(null)).find(
+  (slot) => slot.description === "state",
+);
+
+interface BodyState {
+  readonly stream?: ReadableStream | null;
+  readonly source?: unknown;
+}
+
+/** The string or bytes an unread body was made from, when the runtime tells; else `undefined`. */
+export function wholeBody(response: Response): string | Uint8Array | undefined {
+  if (RESPONSE_STATE === undefined) return undefined;
+  const state = (response as unknown as Record<symbol, { body?: BodyState | null } | undefined>)[
+    RESPONSE_STATE
+  ];
+  const body = state?.body;
+  if (body === undefined || body === null) return undefined;
+  const source = body.source;
+  if (typeof source !== "string" && !(source instanceof Uint8Array)) return undefined;
+  if (body.stream?.locked === true || response.bodyUsed) return undefined;
+  return source;
 }
 
 /** Every header of the chain's own answer, its body headers included. */

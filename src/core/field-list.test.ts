@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { FieldList } from "./field-list.ts";
+import { isPassThrough, passThroughResponse } from "./pass-through.ts";
+
+type Operation = readonly ["set" | "append" | "delete" | "get" | "has", string, string?];
+
+/** Applies `ops` to a list, recording every answer and every refusal. */
+function run(headers: Headers, ops: readonly Operation[]): unknown[] {
+  const log: unknown[] = [];
+  for (const [op, name, value] of ops) {
+    try {
+      if (op === "set") headers.set(name, value as string);
+      else if (op === "append") headers.append(name, value as string);
+      else if (op === "delete") headers.delete(name);
+      else if (op === "get") log.push(headers.get(name));
+      else log.push(headers.has(name));
+    } catch (error) {
+      log.push((error as Error).name);
+    }
+  }
+  log.push([...headers], headers.getSetCookie(), [...headers.keys()], [...headers.values()]);
+  const seen: string[] = [];
+  headers.forEach((value, name, parent) => seen.push(`${name}=${value}:${parent === headers}`));
+  log.push(seen);
+  return log;
+}
+
+const NAMES = ["Vary", "vary", "Set-Cookie", "x-a", "X-Z", "cache-control", "bad name", "é", ""];
+const VALUES = ["1", " padded\t", "a, b", "x\r\ny", "nul\0", "ünï", "☃", "", "k=v; Path=/"];
+
+describe("FieldList", () => {
+  it("answers every operation as the runtime's Headers does", () => {
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const kinds = ["set", "append", "delete", "get", "has"] as const;
+    for (let round = 0; round < 300; round++) {
+      const ops: Operation[] = [];
+      for (let i = 0; i < 12; i++) {
+        ops.push([
+          kinds[random(kinds.length)] as Operation[0],
+          NAMES[random(NAMES.length)] as string,
+          VALUES[random(VALUES.length)],
+        ]);
+      }
+      expect(run(new FieldList(), ops)).toEqual(run(new Headers(), ops));
+    }
+  });
+
+  it("is a Headers, and a Response or Headers built from it carries its fields", () => {
+    const list = new FieldList([
+      ["x-b", "2"],
+      ["set-cookie", "a=1"],
+      ["set-cookie", "b=2"],
+      ["x-a", "1"],
+    ]);
+    expect(list).toBeInstanceOf(Headers);
+    expect([...new Headers(list)]).toEqual([...list]);
+    const response = new Response(null, { headers: list });
+    expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+    expect(response.headers.get("x-a")).toBe("1");
+  });
+});
+
+describe("the pass-through answer", () => {
+  it("is recognised, also when a leg copies it, and its copies keep the legs' fields", () => {
+    const response = passThroughResponse();
+    response.headers.set("x-leg", "1");
+    response.headers.append("set-cookie", "s=1");
+    expect(isPassThrough(response)).toBe(true);
+    const copy = new Response(response.body, response);
+    expect(isPassThrough(copy)).toBe(true);
+    expect(copy.headers.get("x-leg")).toBe("1");
+    expect(copy.headers.getSetCookie()).toEqual(["s=1"]);
+    const clone = response.clone();
+    expect(isPassThrough(clone)).toBe(true);
+    expect([...clone.headers]).toEqual([...response.headers]);
+  });
+
+  it("is told apart from a leg's own answer", () => {
+    expect(isPassThrough(new Response(null, { status: 200 }))).toBe(false);
+    expect(isPassThrough(new Response("body", passThroughResponse()))).toBe(false);
+  });
+});

@@ -1,0 +1,125 @@
+/**
+ * A `Headers` kept in a plain map: the legs decorate the pass-through answer
+ * with a dozen constant fields per request, and the runtime's `Headers` pays
+ * for conversions, brand checks and a sorted copy on every pass. Behaves as
+ * `Headers` does for every method (names lower-cased, values trimmed and
+ * checked, `set-cookie` kept apart, iteration sorted by name).
+ */
+export class FieldList extends Headers {
+  readonly #fields = new Map<string, string>();
+  readonly #cookies: string[] = [];
+
+  constructor(init?: Iterable<readonly [string, string]>) {
+    super();
+    if (init !== undefined) for (const [name, value] of init) this.append(name, value);
+  }
+
+  override append(name: string, value: string): void {
+    const key = fieldName(name);
+    const normalized = fieldValue(value);
+    if (key === "set-cookie") {
+      this.#cookies.push(normalized);
+      return;
+    }
+    const existing = this.#fields.get(key);
+    this.#fields.set(key, existing === undefined ? normalized : `${existing}, ${normalized}`);
+  }
+
+  override set(name: string, value: string): void {
+    const key = fieldName(name);
+    const normalized = fieldValue(value);
+    if (key === "set-cookie") {
+      this.#cookies.length = 0;
+      this.#cookies.push(normalized);
+      return;
+    }
+    this.#fields.set(key, normalized);
+  }
+
+  override get(name: string): string | null {
+    const key = fieldName(name);
+    if (key === "set-cookie") return this.#cookies.length === 0 ? null : this.#cookies.join(", ");
+    return this.#fields.get(key) ?? null;
+  }
+
+  override has(name: string): boolean {
+    const key = fieldName(name);
+    return key === "set-cookie" ? this.#cookies.length > 0 : this.#fields.has(key);
+  }
+
+  override delete(name: string): void {
+    const key = fieldName(name);
+    if (key === "set-cookie") this.#cookies.length = 0;
+    else this.#fields.delete(key);
+  }
+
+  override getSetCookie(): string[] {
+    return [...this.#cookies];
+  }
+
+  override *entries(): HeadersIterator<[string, string]> {
+    const names = [...this.#fields.keys()];
+    if (this.#cookies.length > 0) names.push("set-cookie");
+    names.sort();
+    for (const name of names) {
+      if (name === "set-cookie") for (const cookie of this.#cookies) yield [name, cookie];
+      else yield [name, this.#fields.get(name) as string];
+    }
+  }
+
+  override *keys(): HeadersIterator<string> {
+    for (const [name] of this.entries()) yield name;
+  }
+
+  override *values(): HeadersIterator<string> {
+    for (const [, value] of this.entries()) yield value;
+  }
+
+  override forEach(
+    callback: (value: string, name: string, parent: Headers) => void,
+    thisArg?: unknown,
+  ): void {
+    for (const [name, value] of this.entries()) callback.call(thisArg, value, name, this);
+  }
+
+  override [Symbol.iterator](): HeadersIterator<[string, string]> {
+    return this.entries();
+  }
+
+  /** Every field but cookies, in insertion order, unsorted: for writing onto a native response. */
+  fields(): ReadonlyMap<string, string> {
+    return this.#fields;
+  }
+
+  /** The `Set-Cookie` values, in order. */
+  cookies(): readonly string[] {
+    return this.#cookies;
+  }
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Leading and trailing HTTP whitespace is trimmed; what remains is a byte string without NUL, CR
+// or LF.
+const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
+const FORBIDDEN_IN_VALUE = /[\0\r\n\u0100-\uffff]/;
+
+function fieldName(name: string): string {
+  const text = String(name);
+  if (!TOKEN.test(text)) throw new TypeError(`invalid header name: ${JSON.stringify(text)}`);
+  return text.toLowerCase();
+}
+
+function fieldValue(value: string): string {
+  const text = String(value);
+  const trimmed =
+    text.length > 0 && (isEdgeSpace(text, 0) || isEdgeSpace(text, text.length - 1))
+      ? text.replace(EDGE_WHITESPACE, "")
+      : text;
+  if (FORBIDDEN_IN_VALUE.test(trimmed)) throw new TypeError("invalid header value");
+  return trimmed;
+}
+
+function isEdgeSpace(text: string, index: number): boolean {
+  const code = text.charCodeAt(index);
+  return code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+}
