@@ -86,6 +86,27 @@ export class FieldList extends Headers {
     return this.entries();
   }
 
+  /**
+   * The fields a server's parser produced (lower-case names, values with
+   * duplicates joined), checked once as `append` would check them, without
+   * rebuilding what is already in shape. Throws `TypeError` as `Headers` would.
+   */
+  static parsed(
+    fields: Readonly<Record<string, string | readonly string[] | undefined>>,
+  ): FieldList {
+    const list = new FieldList();
+    const map = list.#fields;
+    for (const name in fields) {
+      if (name.charCodeAt(0) === 0x3a) continue; // HTTP/2 pseudo-headers
+      const value = fields[name];
+      if (value === undefined) continue;
+      if (typeof value !== "string" || name === "set-cookie" || !inShape(name, value)) {
+        for (const item of typeof value === "string" ? [value] : value) list.append(name, item);
+      } else map.set(name, value);
+    }
+    return list;
+  }
+
   /** Every field but cookies, in insertion order, unsorted: for writing onto a native response. */
   fields(): ReadonlyMap<string, string> {
     return this.#fields;
@@ -98,6 +119,7 @@ export class FieldList extends Headers {
 }
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const LOWER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 // Leading and trailing HTTP whitespace is trimmed; what remains is a byte string without NUL, CR
 // or LF.
 const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
@@ -117,6 +139,15 @@ function fieldValue(value: string): string {
       : text;
   if (FORBIDDEN_IN_VALUE.test(trimmed)) throw new TypeError("invalid header value");
   return trimmed;
+}
+
+/** A lower-case token and a value that needs no trimming and holds nothing forbidden. */
+function inShape(name: string, value: string): boolean {
+  return (
+    LOWER_TOKEN.test(name) &&
+    !FORBIDDEN_IN_VALUE.test(value) &&
+    (value.length === 0 || (!isEdgeSpace(value, 0) && !isEdgeSpace(value, value.length - 1)))
+  );
 }
 
 function isEdgeSpace(text: string, index: number): boolean {

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
+import { FieldList } from "../core/field-list.ts";
 import type { BodyTap } from "./body-tap.ts";
 
 /**
@@ -6,8 +7,10 @@ import type { BodyTap } from "./body-tap.ts";
  * become a real `Request` when something else is asked of it.
  */
 export interface LazySource {
-  readonly url: string;
+  /** The URL as sent; serialized as Fetch would on first read. */
+  readonly target: string;
   readonly method: string;
+  /** The header fields as Node parsed them. */
   readonly headers: IncomingHttpHeaders;
   /** The body, read only when pulled; `undefined` for a request without one. */
   readonly tap: BodyTap | undefined;
@@ -17,33 +20,14 @@ export interface LazySource {
 
 interface LazyState {
   readonly source: LazySource;
-  headers: Headers | undefined;
+  url: string | undefined;
+  fields: FieldList | undefined;
   real: Request | undefined;
 }
 
 const STATE = Symbol("portcullis.lazyRequest");
 
-type Lazy = Request & { [STATE]: LazyState };
-
-/** Header values as Fetch takes them: Node joins duplicates already, except `set-cookie`. */
-export function fetchHeaders(headers: IncomingHttpHeaders): HeadersInit {
-  for (const name in headers) {
-    if (typeof headers[name] !== "string" || name.charCodeAt(0) === 0x3a)
-      return headerPairs(headers);
-  }
-  return headers as Record<string, string>;
-}
-
-function headerPairs(headers: IncomingHttpHeaders): [string, string][] {
-  const pairs: [string, string][] = [];
-  for (const name in headers) {
-    if (name.charCodeAt(0) === 0x3a) continue; // HTTP/2 pseudo-headers
-    const value = headers[name];
-    if (typeof value === "string") pairs.push([name, value]);
-    else if (Array.isArray(value)) for (const item of value) pairs.push([name, item]);
-  }
-  return pairs;
-}
+type Lazy = Request & { [STATE]?: LazyState };
 
 /** The `RequestInit` of the real request; a body stream is made only here, once. */
 export function requestInit(
@@ -67,15 +51,27 @@ export function requestInit(
 }
 
 function stateOf(request: Lazy): LazyState {
-  return request[STATE];
+  const state = request[STATE];
+  if (state === undefined) throw new TypeError("Illegal invocation");
+  return state;
+}
+
+function urlOf(state: LazyState): string {
+  state.url ??= new URL(state.source.target).href;
+  return state.url;
+}
+
+/** One Headers object for the request's life: the real request is built from it. */
+function fieldsOf(state: LazyState): FieldList {
+  state.fields ??= FieldList.parsed(state.source.headers);
+  return state.fields;
 }
 
 /** Builds the real request once; from then on every slot reads from it. */
 function materialize(request: Lazy): Request {
   const state = stateOf(request);
   if (state.real === undefined) {
-    const headers = state.headers ?? fetchHeaders(state.source.headers);
-    state.real = new Request(state.source.url, requestInit(state.source, headers));
+    state.real = new Request(urlOf(state), requestInit(state.source, fieldsOf(state)));
   }
   return state.real;
 }
@@ -94,16 +90,12 @@ const LAZY_PROTOTYPE: object = Object.create(Request.prototype, {
   },
   url: {
     get(this: Lazy) {
-      return stateOf(this).source.url;
+      return urlOf(stateOf(this));
     },
   },
   headers: {
-    // One Headers object for the request's life: the real request is built from it.
     get(this: Lazy) {
-      const state = stateOf(this);
-      if (state.headers === undefined)
-        state.headers = state.real?.headers ?? new Headers(fetchHeaders(state.source.headers));
-      return state.headers;
+      return fieldsOf(stateOf(this));
     },
   },
   ...Object.fromEntries(
@@ -124,10 +116,17 @@ const LAZY_PROTOTYPE: object = Object.create(Request.prototype, {
  * signal, `clone()`, `new Request(r)`, `fetch(r)`). `instanceof Request` holds.
  */
 export function lazyRequest(source: LazySource): Request {
-  const request = Object.create(LAZY_PROTOTYPE) as Lazy;
-  Object.defineProperty(request, STATE, { value: { source, headers: undefined, real: undefined } });
-  return request;
+  return new LazyRequest(source) as unknown as Request;
 }
+
+// A class, so that V8 gives every lazy request one shape and builds it fast.
+class LazyRequest {
+  readonly [STATE]: LazyState;
+  constructor(source: LazySource) {
+    this[STATE] = { source, url: undefined, fields: undefined, real: undefined };
+  }
+}
+Object.setPrototypeOf(LazyRequest.prototype, LAZY_PROTOTYPE);
 
 /** True when this runtime's `Request` lets a lazy request stand in for a real one. */
 export const LAZY_REQUESTS: boolean = probe();
@@ -136,7 +135,7 @@ function probe(): boolean {
   if (SLOTS.length === 0) return false;
   try {
     const lazy = lazyRequest({
-      url: "http://localhost/probe?x=1",
+      target: "http://localhost/probe?x=1",
       method: "PUT",
       headers: { "x-probe": "1" },
       tap: undefined,

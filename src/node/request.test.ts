@@ -1,7 +1,7 @@
 import { IncomingMessage } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { buildRequest, isValidHost, splitTarget } from "./request.ts";
+import { buildRequest, isValidHost, parsesSurely, splitTarget } from "./request.ts";
 
 function message(
   init: {
@@ -120,5 +120,45 @@ describe("buildRequest", () => {
     const get = buildRequest(message({ headers: { "content-length": "3" } }), "/");
     expect(get?.tap).toBeUndefined();
     expect(get?.request.body).toBeNull();
+  });
+});
+
+describe("parsesSurely", () => {
+  const hosts = [
+    "app.example",
+    "APP.Example:80",
+    "a_b.internal:65535",
+    "localhost.",
+    "127.0.0.1",
+    "255.255.255.255:8080",
+    "x-1",
+    "a.0x1f",
+    "0x1f",
+    "a.123",
+    "1.2.3.256",
+    "010.0.0.1",
+    "xn--a.example",
+    "a.XN--zz",
+    "a.example:65536",
+    "a.example:99999",
+    "[::1]:8080",
+    "[zz]",
+    "999999999999",
+    "1.2.3",
+    "a..b",
+    "-",
+  ];
+  it.each(hosts)("%s: never claims a host the URL parser refuses", (host) => {
+    if (parsesSurely(host)) expect(URL.canParse(`http://${host}/x`)).toBe(true);
+  });
+
+  it("claims the hosts servers see every day", () => {
+    for (const host of ["app.example", "localhost:3000", "127.0.0.1:8080", "a_b.internal"])
+      expect(parsesSurely(host)).toBe(true);
+  });
+
+  it("leaves hosts the parser could refuse to the parser", () => {
+    for (const host of ["a.0x1f", "a.123", "1.2.3.256", "xn--a.example", "a.example:65536"])
+      expect(parsesSurely(host)).toBe(false);
   });
 });

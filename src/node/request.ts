@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { FieldList } from "../core/field-list.ts";
 import { BodyTap } from "./body-tap.ts";
-import { fetchHeaders, LAZY_REQUESTS, lazyRequest, requestInit } from "./lazy-request.ts";
+import { LAZY_REQUESTS, lazyRequest, requestInit } from "./lazy-request.ts";
 
 // A DNS name, IPv4 address or bracketed IPv6 literal, with an optional port: nothing that
 // could end the authority early (`/`, `?`, `#`, `@`, `\`) or smuggle in a second one.
@@ -47,6 +48,21 @@ function hasBody(headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== "0";
 }
 
+// DNS labels of letters, digits, `-` and `_`, the last not a number (decimal or 0x-hex, which the URL
+// parser would read as IPv4), none an IDNA `xn--` label, and a port the parser takes.
+const PLAIN_NAME =
+  /^(?:(?!xn--)[A-Za-z0-9_-]+\.)*(?!xn--|0x[0-9a-f]*\.?(?::\d*)?$)[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*\.?(?::(\d{1,5}))?$/i;
+const DOTTED_QUAD =
+  /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}(?::(\d{1,5}))?$/;
+
+/** True when `scheme://host/...` cannot fail to parse as a URL. */
+export function parsesSurely(host: string): boolean {
+  const match = PLAIN_NAME.exec(host) ?? DOTTED_QUAD.exec(host);
+  if (match === null) return false;
+  const port = match[match.length - 1];
+  return port === undefined || Number(port) <= 65535;
+}
+
 /** Methods Fetch refuses to carry. */
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 /** An upper-case token: a method Fetch keeps exactly as sent (Node's parser sends only these). */
@@ -81,19 +97,18 @@ export function buildRequest(
     method !== "GET" && method !== "HEAD" && hasBody(message.headers)
       ? new BodyTap(message, record)
       : undefined;
-  let url: string;
+  const url = `${scheme}://${host}${target}`;
+  const source = { target: url, method, headers: message.headers, tap, response: options.response };
   try {
-    // The URL as Fetch would serialize it (dot segments resolved, characters escaped).
-    url = new URL(`${scheme}://${host}${target}`).href;
-  } catch {
-    return undefined;
-  }
-  const source = { url, method, headers: message.headers, tap, response: options.response };
-  const lazy = (options.lazy ?? LAZY_REQUESTS) && PLAIN_METHOD.test(method);
-  try {
+    const lazy = (options.lazy ?? LAZY_REQUESTS) && PLAIN_METHOD.test(method);
+    // A host of plain shape always parses, so its URL can wait until someone reads it.
+    if (lazy && parsesSurely(host))
+      return { request: lazyRequest(source), tap, rawPath: split.path };
+    // The URL as Fetch serializes it (dot segments resolved, characters escaped); throws when bad.
+    const href = new URL(url).href;
     const request = lazy
-      ? lazyRequest(source)
-      : new Request(url, requestInit(source, fetchHeaders(message.headers)));
+      ? lazyRequest({ ...source, target: href })
+      : new Request(href, requestInit(source, FieldList.parsed(message.headers)));
     return { request, tap, rawPath: split.path };
   } catch {
     return undefined;

@@ -1,6 +1,7 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { FieldList } from "../core/field-list.ts";
 import type { ResponseOutbox } from "../core/outbox.ts";
+import { lightHeaders, lightState } from "./light-response.ts";
 
 /** Headers of a pass-through answer that describe its (empty) body, not the route's. */
 const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);
@@ -14,11 +15,12 @@ export function applyHeaders(
   res: ServerResponse,
   headers: Headers,
   skip?: (name: string) => boolean,
+  withBodyHeaders = false,
 ): void {
   if (headers instanceof FieldList) {
-    // The pass-through answer's own list: one pass over the map, no sorted copy.
+    // A list of our own: one pass over the map, no sorted copy.
     for (const [name, value] of headers.fields()) {
-      if (BODY_HEADERS.has(name) || skip?.(name)) continue;
+      if ((!withBodyHeaders && BODY_HEADERS.has(name)) || skip?.(name)) continue;
       res.setHeader(name, value);
     }
     for (const cookie of headers.cookies()) res.appendHeader("set-cookie", cookie);
@@ -42,21 +44,47 @@ export async function writeResponse(
   response: Response,
   method: string | undefined,
 ): Promise<void> {
+  await writeResponseNow(res, response, method);
+}
+
+/**
+ * `writeResponse`, answering `undefined` when the whole answer went out
+ * within the call (a string, bytes or no body) and a promise only when the
+ * body streams. Throws what setting the head throws.
+ */
+export function writeResponseNow(
+  res: ServerResponse,
+  response: Response,
+  method: string | undefined,
+): Promise<void> | undefined {
+  const light = lightState(response);
+  if (light !== undefined) {
+    res.statusCode = light.status;
+    if (light.statusText !== "") res.statusMessage = light.statusText;
+    applyHeaders(res, light.headers, undefined, true);
+    res.end(method === "HEAD" || light.body === null ? undefined : light.body);
+    return undefined;
+  }
   res.statusCode = response.status;
   if (response.statusText !== "") res.statusMessage = response.statusText;
-  applyHeadersOf(res, response);
+  const fields = lightHeaders(response);
+  if (fields !== undefined) applyHeaders(res, fields, undefined, true);
+  else applyHeadersOf(res, response);
   const whole = wholeBody(response);
   if (whole !== undefined) {
     res.end(method === "HEAD" ? undefined : whole);
-    return;
+    return undefined;
   }
   const body = response.body;
-  if (body === null || method === "HEAD") {
-    if (body !== null) await body.cancel().catch(() => {});
+  if (body === null) {
     res.end();
-    return;
+    return undefined;
   }
-  await pipeBody(res, body);
+  if (method === "HEAD") {
+    res.end();
+    return body.cancel().catch(() => {});
+  }
+  return pipeBody(res, body);
 }
 
 // The runtime's Response keeps its state in a symbol slot (undici 6, Node 20 and 22), where a
