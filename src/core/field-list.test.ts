@@ -20,7 +20,9 @@ function run(headers: Headers, ops: readonly Operation[]): unknown[] {
   }
   log.push([...headers], headers.getSetCookie(), [...headers.keys()], [...headers.values()]);
   const seen: string[] = [];
-  headers.forEach((value, name, parent) => seen.push(`${name}=${value}:${parent === headers}`));
+  headers.forEach((value, name, parent) => {
+    seen.push(`${name}=${value}:${parent === headers}`);
+  });
   log.push(seen);
   return log;
 }

@@ -59,13 +59,14 @@ describe("the request a Node adapter hands downstream", () => {
 
   it("passes instanceof, and answers method, URL and headers like a real Request", async () => {
     onRequest = async (request) => {
+      const first = request.headers;
       seen = {
         isRequest: request instanceof Request,
         tag: Object.prototype.toString.call(request),
         method: request.method,
         url: request.url,
         header: request.headers.get("x-probe"),
-        sameHeaders: request.headers === request.headers,
+        sameHeaders: first === request.headers,
         body: request.body,
         bodyUsed: request.bodyUsed,
         signal: request.signal instanceof AbortSignal,

@@ -27,7 +27,7 @@ type Light = Response & { [STATE]?: LightState };
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 const REASON_PHRASE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
-function realOf(response: Light, state: LightState): Response {
+function realOf(state: LightState): Response {
   if (state.real === undefined) {
     state.real = new NativeResponse(state.body as BodyInit | null, {
       status: state.status,
@@ -133,7 +133,7 @@ LightResponse.prototype = Object.create(NativeResponse.prototype, {
       slot,
       {
         get(this: Light) {
-          return (realOf(this, stateOf(this)) as unknown as Record<symbol, unknown>)[slot];
+          return (realOf(stateOf(this)) as unknown as Record<symbol, unknown>)[slot];
         },
       },
     ]),
