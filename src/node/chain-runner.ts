@@ -12,11 +12,24 @@ import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
 import { drainOutboxOnHead } from "./response.ts";
 
-/** Options every Node framework adapter takes. */
+/**
+ * Options every Node framework adapter takes.
+ *
+ * @example
+ * ```ts
+ * import express from "express";
+ * import { expressMiddleware } from "portcullis/adapters/express";
+ *
+ * const app = express();
+ * app.use(expressMiddleware(chain, { onError: (error) => logger.error(error) }));
+ * ```
+ */
 export interface AdapterOptions {
   /**
    * Told about anything the chain (or the adapter) throws; the client gets a
-   * bare 500 and the framework's handler does not run. Default: `console.error`.
+   * bare 500 and the framework's handler does not run.
+   *
+   * @default console.error
    */
   readonly onError?: (error: unknown, request: Request | undefined) => void;
 }

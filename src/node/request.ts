@@ -115,9 +115,25 @@ export function buildRequest(
   }
 }
 
+/**
+ * How `buildRequest` builds.
+ *
+ * @example
+ * ```ts
+ * const built = buildRequest(req, req.url ?? "", false, { response: res });
+ * ```
+ */
 export interface BuildOptions {
-  /** The request's `signal` aborts when this response closes before it finished. */
+  /**
+   * The request's `signal` aborts when this response closes before it finished.
+   *
+   * @default undefined (the signal never aborts)
+   */
   readonly response?: ServerResponse;
-  /** Build a lazy request (default: when the runtime allows it) or a real one at once. */
+  /**
+   * Build a lazy request, or a real one at once.
+   *
+   * @default LAZY_REQUESTS (lazy where the runtime allows it)
+   */
   readonly lazy?: boolean;
 }

@@ -12,6 +12,22 @@ import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 export type { AdapterOptions } from "../../node/chain-runner.ts";
 
 /** Options of the `fastifyPortcullis` plugin. */
+/**
+ * Options of the `fastifyPortcullis` plugin.
+ *
+ * @example
+ * ```ts
+ * import Fastify from "fastify";
+ * import { newChain } from "portcullis";
+ * import { fastifyPortcullis } from "portcullis/adapters/fastify";
+ *
+ * const app = Fastify();
+ * await app.register(fastifyPortcullis, {
+ *   chain: newChain({ authorization: myRules }),
+ *   onError: (error) => log.error({ err: error }, "security chain failed"),
+ * });
+ * ```
+ */
 export interface FastifyPortcullisOptions extends AdapterOptions {
   /** The security chain (`newChain({...})`) or any Portcullis middleware. Required. */
   readonly chain: Middleware | Chain;

@@ -7,10 +7,25 @@ import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 
 /** Options of the Next.js adapters. */
+/**
+ * Options of the Next.js adapter.
+ *
+ * @example
+ * ```ts
+ * // middleware.ts (proxy.ts on Next 16)
+ * import { nextMiddleware } from "portcullis/adapters/next";
+ * import { chain } from "./security";
+ *
+ * export const middleware = nextMiddleware(chain, {
+ *   onError: (error) => reportToMonitoring(error),
+ * });
+ * ```
+ */
 export interface NextAdapterOptions {
   /**
    * Told about anything the chain throws; the client gets a bare 500.
-   * Default: `console.error`.
+   *
+   * @default console.error
    */
   readonly onError?: (error: unknown, request: Request) => void;
 }

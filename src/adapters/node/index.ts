@@ -146,7 +146,17 @@ export function toNodeListener(
   };
 }
 
-/** Options of `toNodeListener`. */
+/**
+ * Options of `toNodeListener` (and of `serveFetch`).
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http";
+ * import { toNodeListener } from "portcullis/adapters/node";
+ *
+ * createServer(toNodeListener(handler, { lightResponses: true })).listen(8080);
+ * ```
+ */
 export interface FetchListenerOptions extends Pick<AdapterOptions, "onError"> {
   /**
    * Makes `globalThis.Response` a light constructor for the whole process, as
@@ -175,16 +185,51 @@ function closeAfterEarlyError(req: IncomingMessage, res: ServerResponse, status:
   res.once("finish", () => req.socket?.destroySoon?.());
 }
 
+/**
+ * Options of `serveFetch`.
+ *
+ * @example
+ * ```ts
+ * import { newHandler } from "portcullis";
+ * import { serveFetch } from "portcullis/adapters/node";
+ *
+ * const server = await serveFetch(newHandler(app.fetch, security), {
+ *   port: 8080,
+ *   hostname: "0.0.0.0", // reachable from other machines: put it behind your proxy
+ *   requestTimeout: 15_000,
+ * });
+ * ```
+ */
 export interface ServeOptions extends FetchListenerOptions {
-  /** Default `3000`; `0` picks a free port. */
+  /**
+   * The port to listen on; `0` picks a free one.
+   *
+   * @default 3000
+   */
   readonly port?: number;
-  /** Default `"127.0.0.1"`: reachable from this machine only. */
+  /**
+   * The address to listen on.
+   *
+   * @default "127.0.0.1" (reachable from this machine only)
+   */
   readonly hostname?: string;
-  /** Longest wait for a request's complete headers, in ms (slowloris). Default 10 000. */
+  /**
+   * Longest wait for a request's complete headers, in ms (slowloris).
+   *
+   * @default 10_000
+   */
   readonly headersTimeout?: number;
-  /** Longest wait for a whole request, body included, in ms (slow bodies). Default 30 000. */
+  /**
+   * Longest wait for a whole request, body included, in ms (slow bodies).
+   *
+   * @default 30_000
+   */
   readonly requestTimeout?: number;
-  /** How long an idle kept-alive connection stays open, in ms. Default 5 000. */
+  /**
+   * How long an idle kept-alive connection stays open, in ms.
+   *
+   * @default 5_000
+   */
   readonly keepAliveTimeout?: number;
 }
 
