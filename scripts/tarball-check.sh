@@ -3,7 +3,8 @@
 # way a new user would, compiles the README's quick starts (the example files)
 # with strict TypeScript (exactOptionalPropertyTypes, no DOM lib), runs each
 # server and calls a public, a protected and an admin route. Fails when a
-# dependency is missing from the package or a quick start stops compiling.
+# dependency is missing from the package or a quick start stops compiling. The Next.js example
+# is built with `next build` and served with `next start` against the installed package.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -16,6 +17,12 @@ project="$work/project"
 mkdir -p "$project/examples"
 cp -r "$repo/examples/shared" "$repo/examples/express" "$repo/examples/fastify" \
   "$repo/examples/koa" "$repo/examples/node" "$repo/examples/quickstart" "$project/examples/"
+# The Next.js app as the repository tracks it (no build output), with a config of its own: the
+# repository's points Portcullis at src/, an installed app needs nothing of the kind.
+mkdir -p "$project/next-app"
+(cd "$repo/examples/next" && git ls-files | grep -v -e '^next.config.mjs$' -e '^server.ts$' -e '^tsconfig.json$' |
+  while read -r file; do mkdir -p "$project/next-app/$(dirname "$file")"; cp "$file" "$project/next-app/$file"; done)
+mkdir -p "$project/shared" && cp "$repo/examples/shared/"*.ts "$project/shared/"
 cd "$project"
 cat > package.json <<'JSON'
 { "name": "portcullis-newcomer", "private": true, "type": "module" }
@@ -38,10 +45,37 @@ cat > tsconfig.json <<'JSON'
   "include": ["examples"]
 }
 JSON
+cat > next-app/next.config.mjs <<'JS'
+import { fileURLToPath } from "node:url";
+export default {
+  poweredByHeader: false,
+  turbopack: { root: fileURLToPath(new URL("..", import.meta.url)) },
+};
+JS
+cat > next-app/tsconfig.json <<'JSON'
+{
+  "compilerOptions": {
+    "target": "ES2022",
+    "lib": ["dom", "dom.iterable", "esnext"],
+    "strict": true,
+    "exactOptionalPropertyTypes": true,
+    "noEmit": true,
+    "module": "esnext",
+    "moduleResolution": "bundler",
+    "allowImportingTsExtensions": true,
+    "isolatedModules": true,
+    "skipLibCheck": true,
+    "jsx": "react-jsx",
+    "plugins": [{ "name": "next" }]
+  },
+  "include": ["**/*.ts", ".next/types/**/*.ts"],
+  "exclude": ["node_modules", ".next"]
+}
+JSON
 echo "== installing the tarball with the frameworks a user brings"
 npm install --no-audit --no-fund --loglevel=error "$tarball" \
-  express@5 fastify@5 koa@3 hono@4 @hono/node-server \
-  typescript@5 tsx @types/node@20 @types/express@5 @types/koa@3 >/dev/null
+  express@5 fastify@5 koa@3 hono@4 @hono/node-server next@16 react@19 react-dom@19 \
+  typescript@5 tsx @types/node@20 @types/express@5 @types/koa@3 @types/react@19 >/dev/null
 
 echo "== compiling the quick starts"
 npx tsc -p tsconfig.json
@@ -84,4 +118,12 @@ check express examples/express/server.ts 3301
 check fastify examples/fastify/server.ts 3302
 check koa examples/koa/server.ts 3303
 check node examples/node/server.ts 3304
+
+echo "== building the Next.js example against the package (next build, strict TypeScript)"
+NEXT_TELEMETRY_DISABLED=1 npx next build next-app >"$work/next-build.log" 2>&1 || { cat "$work/next-build.log" >&2; exit 1; }
+NEXT_TELEMETRY_DISABLED=1 npx next start next-app -H 127.0.0.1 -p 3305 >"$work/next.log" 2>&1 &
+for _ in $(seq 1 150); do [ "$(status http://127.0.0.1:3305/public/hello)" != "000" ] && break; sleep 0.2; done
+next="$(status http://127.0.0.1:3305/public/hello) $(status -u alice:demo-alice http://127.0.0.1:3305/) $(status http://127.0.0.1:3305/) $(status -u ada:demo-ada http://127.0.0.1:3305/admin/panel) $(status -u alice:demo-alice http://127.0.0.1:3305/admin/panel)"
+echo "next: public, signed in, anonymous, admin, admin refused: $next"
+[ "$next" = "200 200 401 200 403" ] || { cat "$work/next.log" >&2; exit 1; }
 echo "tarball check passed"
