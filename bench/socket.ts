@@ -1,255 +1,165 @@
 /**
- * Over-the-socket comparison: each contender is a real HTTP server in its own
- * child process on 127.0.0.1, loaded by autocannon from this process with the
- * same duration and connections; contenders take turns within each round, so
- * drift in machine load hits them alike, and the median round is kept.
+ * Over the socket, measured honestly: each contender (bench/servers.ts) is a
+ * real server in a process of its own pinned to one core, loaded by `wrk` in
+ * a process of its own pinned to the other, so the load generator never
+ * takes the server's CPU. Rounds are interleaved (every contender once per
+ * round), so drift in the machine hits all alike; each figure is the median
+ * of the rounds, with their spread. Beside requests per second, the server's
+ * CPU time per request (user + system, from /proc) shows what a request costs
+ * whatever the load generator manages. `BENCH_MODE=instructions` counts
+ * instructions per request with callgrind instead: slow, but free of noise.
  *
- * Every contender answers a signed-in `GET /staff/reports` with a session
- * cookie and an `Origin`, so each leg does real work: security headers, CORS,
- * rate limiting (one counter per client address), a session lookup in a
- * memory store, the CSRF check (a safe method: skipped, as by csrf-csrf) and
- * authorization.
+ * Environment: BENCH_SOCKET_ROUNDS (7), BENCH_SOCKET_SECONDS (5),
+ * BENCH_CONNECTIONS (16), BENCH_CONTENDERS (comma-separated names),
+ * BENCH_MODE (`throughput` | `instructions`), BENCH_REQUESTS (instructions
+ * mode: measured requests, 2000).
  */
-import { type ChildProcess, fork, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import {
-  createServer,
-  type IncomingMessage,
-  type RequestListener,
-  type ServerResponse,
-} from "node:http";
-import type { AddressInfo } from "node:net";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import autocannon from "autocannon";
-
-const ORIGIN = "https://app.example.test";
-const PATH = "/staff/reports";
-const SECRET = "bench-secret-bench-secret-bench-secret";
-
-type ContenderName =
-  | "bare"
-  | "portcullis-node-authz"
-  | "portcullis-node"
-  | "portcullis-express"
-  | "express-stack";
-
-const CONTENDERS: readonly { name: ContenderName; label: string }[] = [
-  { name: "bare", label: "bare node:http" },
-  { name: "portcullis-node-authz", label: "Portcullis on node:http, session + authorization" },
-  { name: "portcullis-node", label: "Portcullis full chain on node:http" },
-  { name: "portcullis-express", label: "Portcullis full chain on Express" },
-  { name: "express-stack", label: "Express + helmet, cors, rate-limit, session, csrf-csrf" },
-];
+import { fileURLToPath } from "node:url";
+import { CONTENDER_NAMES, ORIGIN, PATH } from "./servers.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-/** Portcullis as published: compiled by tsc, not transpiled on the fly, like the Express stack. */
+const SERVERS = fileURLToPath(new URL("servers.ts", import.meta.url));
+/** Portcullis as published: compiled by tsc, not transpiled on the fly, like the peer stacks. */
 const DIST = join(ROOT, "node_modules", ".cache", "portcullis-bench-dist");
+const CLK_TCK =
+  Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+
+const LABELS: Record<string, string> = {
+  "bare-node": "bare node:http",
+  "bare-fastify": "bare Fastify",
+  "bare-hono": "bare Hono on @hono/node-server",
+  "bare-fetch-hono-server": "bare Fetch handler on @hono/node-server",
+  "bare-fetch-servefetch": "bare Fetch handler on serveFetch",
+  "bare-fetch-servefetch-light": "bare Fetch handler on serveFetch, lightResponses",
+  "portcullis-node": "Portcullis full chain on nodeListener",
+  "portcullis-servefetch": "Portcullis full chain on serveFetch",
+  "portcullis-servefetch-light": "Portcullis full chain on serveFetch, lightResponses",
+  "portcullis-express": "Portcullis full chain on Express",
+  "portcullis-fastify": "Portcullis full chain on Fastify",
+  "portcullis-koa": "Portcullis full chain on Koa",
+  "portcullis-hono": "Portcullis full chain on Hono (@hono/node-server)",
+  "express-stack": "Express + helmet, cors, rate-limit, session, csrf-csrf",
+  "fastify-stack": "Fastify + @fastify/helmet, cors, rate-limit, session, csrf",
+  "hono-stack": "Hono + secure-headers, cors, rate-limiter, cookie session, csrf",
+};
+
+/** Chains and stacks: checked for their security headers and for 401 without a session. */
+const GUARDED = (name: string) => !name.startsWith("bare-");
 
 function compile(): void {
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+  rmSync(DIST, { recursive: true, force: true });
   const result = spawnSync(
     process.execPath,
-    [
-      tsc,
-      "-p",
-      join(ROOT, "tsconfig.build.json"),
-      "--outDir",
-      DIST,
+    [tsc, "-p", join(ROOT, "tsconfig.build.json"), "--outDir", DIST].concat([
       "--declaration",
       "false",
       "--declarationMap",
       "false",
       "--sourceMap",
       "false",
-    ],
+    ]),
     { encoding: "utf8" },
   );
   if (!existsSync(join(DIST, "index.js")))
     throw new Error(`tsc produced no build:\n${result.stdout}${result.stderr}`);
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the compiled modules are loaded by path at run time.
-const load = (path: string): Promise<any> => import(pathToFileURL(join(DIST, path)).href);
-
-// ---- the servers (run in child processes) ----
-
-const ok = (res: ServerResponse) => {
-  res.setHeader("content-type", "text/plain");
-  res.end("ok");
-};
-
-async function portcullisChain(full: boolean) {
-  const P = await load("index.js");
-  const { authz, createAuthentication, MemorySessionStore, newChain, sessionFrom, sessions } = P;
-  const { securityHeaders } = await load("headers/index.js");
-  const { cors } = await load("cors/index.js");
-  const { rateLimit } = await load("ratelimit/index.js");
-  const { anyRequest, match, routes } = authz;
-  const store = new MemorySessionStore();
-  const legs = full
-    ? {
-        headers: securityHeaders(),
-        cors: cors({ origin: ORIGIN, credentials: true }),
-        rateLimit: rateLimit({ rules: [{ name: "all", limit: 1_000_000_000, windowMs: 60_000 }] }),
-        session: sessions({ secure: false, store }),
-        csrf: P.csrf(),
-      }
-    : // The session leg only resolves the principal here; the other legs are turned off.
-      { headers: false, csrf: false, session: sessions({ secure: false, store }) };
-  const chain = newChain({
-    ...legs,
-    authorization: routes(
-      [
-        match("POST", "/sign-in").permitAll(),
-        match("/admin/**").hasRole("ADMIN"),
-        match("GET", "/staff/**").hasRole("STAFF"),
-        anyRequest().authenticated(),
-      ],
-      { hierarchy: "ADMIN > STAFF > USER" },
-    ),
-  });
-  const signIn = async (source: object, res: ServerResponse) => {
-    const session = sessionFrom(source);
-    session?.setAuthentication(createAuthentication("sam", ["STAFF"]));
-    await session?.save();
-    ok(res);
-  };
-  return { chain, signIn };
+function have(command: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
 }
-
-async function listener(name: ContenderName): Promise<RequestListener> {
-  if (name === "bare") return (_req, res) => ok(res);
-  if (name === "portcullis-node" || name === "portcullis-node-authz") {
-    const { nodeListener } = await load("adapters/node/index.js");
-    const { chain, signIn } = await portcullisChain(name === "portcullis-node");
-    return nodeListener(chain, (req: IncomingMessage, res: ServerResponse) =>
-      req.method === "POST" && req.url === "/sign-in" ? signIn(req, res) : ok(res),
-    );
-  }
-  const { default: express } = await import("express");
-  const app = express();
-  app.disable("x-powered-by");
-  if (name === "portcullis-express") {
-    const { expressMiddleware } = await load("adapters/express/index.js");
-    const { chain, signIn } = await portcullisChain(true);
-    app.use(expressMiddleware(chain));
-    app.post("/sign-in", (req, res) => signIn(req, res));
-    app.get(PATH, (_req, res) => ok(res));
-    return app;
-  }
-  const [
-    { default: helmet },
-    { default: cors },
-    { rateLimit },
-    { default: session },
-    { default: cookieParser },
-    { doubleCsrf },
-  ] = await Promise.all([
-    import("helmet"),
-    import("cors"),
-    import("express-rate-limit"),
-    import("express-session"),
-    import("cookie-parser"),
-    import("csrf-csrf"),
-  ]);
-  app.use(helmet());
-  app.use(cors({ origin: ORIGIN, credentials: true }));
-  app.use(
-    rateLimit({
-      windowMs: 60_000,
-      limit: 1_000_000_000,
-      standardHeaders: "draft-8",
-      legacyHeaders: false,
-    }),
-  );
-  app.use(
-    session({
-      secret: SECRET,
-      resave: false,
-      saveUninitialized: false,
-      cookie: { httpOnly: true, sameSite: "lax", secure: false },
-    }),
-  );
-  app.use(cookieParser());
-  const { doubleCsrfProtection } = doubleCsrf({
-    getSecret: () => SECRET,
-    getSessionIdentifier: (req) => req.session.id,
-    cookieName: "x-csrf",
-    cookieOptions: { secure: false, sameSite: "lax" },
-  });
-  app.post("/sign-in", (req, res) => {
-    (req.session as unknown as { user: unknown }).user = { name: "sam", roles: ["STAFF"] };
-    req.session.save(() => ok(res));
-  });
-  app.use(doubleCsrfProtection);
-  // Authorization, as small as it gets: a signed-in STAFF member.
-  app.use((req, res, next) => {
-    const user = (req.session as unknown as { user?: { roles: string[] } }).user;
-    if (user === undefined) res.status(401).end();
-    else if (req.path.startsWith("/staff/") && !user.roles.includes("STAFF")) res.status(403).end();
-    else next();
-  });
-  app.get(PATH, (_req, res) => ok(res));
-  return app;
-}
-
-async function serve(name: ContenderName): Promise<void> {
-  const server = createServer(await listener(name));
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, "127.0.0.1", () => {
-    process.send?.({ port: (server.address() as AddressInfo).port });
-  });
-}
-
-// ---- the driver ----
 
 interface Running {
-  readonly name: ContenderName;
-  readonly label: string;
+  readonly name: string;
   readonly child: ChildProcess;
-  readonly url: string;
+  readonly port: number;
   readonly cookie: string;
 }
 
-async function start(
-  name: ContenderName,
-  label: string,
-  children: ChildProcess[],
-): Promise<Running> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    env: { ...process.env, PORTCULLIS_BENCH_SERVE: name },
-    execArgv: ["--conditions=source", "--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
+/** Starts `name` pinned to `core`, optionally under a wrapper command (valgrind). */
+async function start(name: string, core: string, wrapper: string[] = []): Promise<Running> {
+  const command = [...wrapper, process.execPath, "--import", "tsx", SERVERS, name];
+  const child = spawn("taskset", ["-c", core, ...command], {
+    cwd: ROOT,
+    env: { ...process.env, PORTCULLIS_BENCH_DIST: DIST, NODE_ENV: "production" },
+    stdio: ["ignore", "pipe", "inherit"],
   });
-  children.push(child);
   const port = await new Promise<number>((resolve, reject) => {
-    child.once("message", (message) => resolve((message as { port: number }).port));
-    child.once("exit", (code) => reject(new Error(`${label} exited with ${code}`)));
+    let out = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /PORT (\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`${name} exited with ${code}`)));
   });
-  const url = `http://127.0.0.1:${port}`;
-  // No Origin: a same-site sign-in form post, which both CSRF defences let through.
-  const signIn = await fetch(`${url}/sign-in`, { method: "POST" });
-  if (signIn.status !== 200) throw new Error(`${label}: sign-in answered ${signIn.status}`);
-  const cookie = signIn.headers
-    .getSetCookie()
-    .map((line) => line.split(";")[0])
-    .join("; ");
-  const probe = await fetch(`${url}${PATH}`, { headers: { cookie, origin: ORIGIN } });
-  if (probe.status !== 200) throw new Error(`${label}: ${PATH} answered ${probe.status}`);
-  return { name, label, child, url, cookie };
+  try {
+    return { name, child, port, cookie: await check(name, port) };
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw error;
+  }
 }
 
-async function measure(target: Running, seconds: number, connections: number): Promise<number> {
-  const result = await autocannon({
-    url: `${target.url}${PATH}`,
-    connections,
-    duration: seconds,
-    headers: { cookie: target.cookie, origin: ORIGIN },
-  });
-  if (result.non2xx > 0 || result.errors > 0)
-    throw new Error(`${target.label}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return result.requests.average;
+/** Signs in, checks the contender once, and answers its session cookie. */
+async function check(name: string, port: number): Promise<string> {
+  const url = `http://127.0.0.1:${port}`;
+  let cookie = "";
+  if (GUARDED(name)) {
+    // A same-site sign-in: no Origin, which every CSRF defence here lets through.
+    const signIn = await fetch(`${url}/sign-in`, { method: "POST" });
+    if (signIn.status !== 200) throw new Error(`${name}: sign-in answered ${signIn.status}`);
+    cookie = signIn.headers
+      .getSetCookie()
+      .map((line) => line.split(";")[0])
+      .join("; ");
+    const anonymous = await fetch(`${url}${PATH}`, { headers: { origin: ORIGIN } });
+    if (anonymous.status !== 401)
+      throw new Error(`${name}: ${PATH} without a session answered ${anonymous.status}, not 401`);
+  }
+  const probe = await fetch(`${url}${PATH}`, { headers: { cookie, origin: ORIGIN } });
+  if (probe.status !== 200 || (await probe.text()) !== "ok")
+    throw new Error(`${name}: ${PATH} answered ${probe.status}`);
+  if (GUARDED(name) && probe.headers.get("x-content-type-options") !== "nosniff")
+    throw new Error(`${name}: ${PATH} came without its security headers`);
+  return cookie;
+}
+
+function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+}
+
+interface Sample {
+  readonly rate: number;
+  readonly cpuMicros: number;
+}
+
+function wrk(target: Running, seconds: number, connections: number): Sample {
+  const pid = target.child.pid as number;
+  const before = cpuTicks(pid);
+  const args = ["-c", "0", "wrk", "-t1", `-c${connections}`, `-d${seconds}s`];
+  if (target.cookie !== "") args.push("-H", `cookie: ${target.cookie}`);
+  args.push("-H", `origin: ${ORIGIN}`, `http://127.0.0.1:${target.port}${PATH}`);
+  const result = spawnSync("taskset", args, { encoding: "utf8" });
+  const after = cpuTicks(pid);
+  const out = result.stdout;
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? Number.NaN);
+  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? Number.NaN);
+  if (!Number.isFinite(requests) || !Number.isFinite(rate))
+    throw new Error(`${target.name}: wrk printed no figures:\n${out}${result.stderr}`);
+  const bad = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+  const errors = /Socket errors: (.*)/.exec(out)?.[1];
+  if (bad !== undefined || errors !== undefined)
+    throw new Error(
+      `${target.name}: ${bad ?? 0} non-2xx answers, socket errors: ${errors ?? "none"}`,
+    );
+  return { rate, cpuMicros: ((after - before) * 1e6) / CLK_TCK / requests };
 }
 
 function median(values: readonly number[]): number {
@@ -260,54 +170,181 @@ function median(values: readonly number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
-export interface SocketOptions {
-  /** Seconds per measurement. Default 5 (env `BENCH_SOCKET_SECONDS`). */
-  readonly seconds?: number;
-  /** Rounds; the median is kept. Default 3 (env `BENCH_SOCKET_ROUNDS`). */
-  readonly rounds?: number;
-  /** Concurrent connections. Default 32. */
-  readonly connections?: number;
+const fmt = (value: number, digits = 0) =>
+  value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function contenders(): string[] {
+  const chosen = process.env.BENCH_CONTENDERS?.split(",").filter((name) => name !== "");
+  const names = chosen === undefined || chosen.length === 0 ? CONTENDER_NAMES : chosen;
+  for (const name of names)
+    if (!CONTENDER_NAMES.includes(name)) throw new Error(`no contender ${name}`);
+  if (!names.includes("bare-node")) names.unshift("bare-node");
+  return names;
 }
 
-/** Runs the over-the-socket comparison and prints the table and the two target ratios. */
-export async function overSocket(options: SocketOptions = {}): Promise<void> {
-  const seconds = options.seconds ?? Number(process.env.BENCH_SOCKET_SECONDS ?? 5);
-  const rounds = options.rounds ?? Number(process.env.BENCH_SOCKET_ROUNDS ?? 3);
-  const connections = options.connections ?? 32;
-  compile();
-  const running: Running[] = [];
-  const children: ChildProcess[] = [];
-  try {
-    for (const { name, label } of CONTENDERS) running.push(await start(name, label, children));
-    for (const target of running) await measure(target, 2, connections); // warm-up
-    const samples = new Map<ContenderName, number[]>(running.map((r) => [r.name, []]));
-    for (let round = 0; round < rounds; round++) {
-      for (const target of running)
-        samples.get(target.name)?.push(await measure(target, seconds, connections));
-    }
-    const rate = (name: ContenderName) => median(samples.get(name) ?? []);
-    const bare = rate("bare");
-    const stack = rate("express-stack");
-    console.log(
-      `\nOver the socket: autocannon, ${connections} connections, ${seconds} s x ${rounds} rounds (median), GET ${PATH} signed in`,
-    );
-    console.log(
-      `${"contender".padEnd(56)} ${"req/s".padStart(9)} ${"vs bare".padStart(8)} ${"vs Express stack".padStart(17)}`,
-    );
-    for (const target of running) {
-      const value = rate(target.name);
-      console.log(
-        `${target.label.padEnd(56)} ${Math.round(value).toString().padStart(9)} ${(value / bare).toFixed(2).padStart(8)} ${(value / stack).toFixed(2).padStart(17)}`,
-      );
-    }
-    const node = rate("portcullis-node");
-    console.log(
-      `targets: Portcullis on node:http ${((node / bare) * 100).toFixed(0)}% of bare node:http (>= 75%), ${(node / stack).toFixed(2)}x the Express stack (>= 2x)`,
-    );
-  } finally {
-    for (const child of children) child.kill();
+/** Ratio lines for the targets the project holds itself to. */
+function targets(ratio: (name: string, to: string) => string | undefined): void {
+  const rows: [string, string, string, number][] = [
+    ["full chain on nodeListener / bare node:http", "portcullis-node", "bare-node", 0.4],
+    ["full chain on serveFetch / bare node:http", "portcullis-servefetch", "bare-node", 0.35],
+    ["… with lightResponses", "portcullis-servefetch-light", "bare-node", 0.35],
+    ["bare Fetch on serveFetch / bare node:http", "bare-fetch-servefetch", "bare-node", 0.85],
+    ["… with lightResponses", "bare-fetch-servefetch-light", "bare-node", 0.85],
+    ["full chain on Express / Express stack", "portcullis-express", "express-stack", 2.5],
+    ["full chain on Fastify / Fastify stack", "portcullis-fastify", "fastify-stack", 2.5],
+    ["full chain on Hono / Hono stack", "portcullis-hono", "hono-stack", 2.5],
+  ];
+  console.log("\ntargets (median ratio [spread over rounds])");
+  for (const [label, name, to, goal] of rows) {
+    const value = ratio(name, to);
+    if (value !== undefined) console.log(`  ${label.padEnd(46)} ${value}   (target >= ${goal})`);
   }
 }
 
-const serving = process.env.PORTCULLIS_BENCH_SERVE as ContenderName | undefined;
-if (serving !== undefined) await serve(serving);
+async function throughput(): Promise<void> {
+  const rounds = Number(process.env.BENCH_SOCKET_ROUNDS ?? 7);
+  const seconds = Number(process.env.BENCH_SOCKET_SECONDS ?? 5);
+  const connections = Number(process.env.BENCH_CONNECTIONS ?? 16);
+  const names = contenders();
+  const running: Running[] = [];
+  try {
+    for (const name of names) running.push(await start(name, "1"));
+    for (const target of running) wrk(target, 2, connections); // warm-up: JIT, caches, pools
+    const samples = new Map<string, Sample[]>(names.map((name) => [name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const target of running)
+        samples.get(target.name)?.push(wrk(target, seconds, connections));
+      process.stderr.write(`round ${round + 1}/${rounds} done\n`);
+    }
+    const rates = (name: string) => (samples.get(name) ?? []).map((s) => s.rate);
+    const cpu = (name: string) => median((samples.get(name) ?? []).map((s) => s.cpuMicros));
+    const bare = median(rates("bare-node"));
+    console.log(
+      `\nOver the socket: wrk (1 thread, ${connections} connections) on core 0, each server alone on core 1; ${rounds} interleaved rounds x ${seconds} s; GET ${PATH}, signed in`,
+    );
+    console.log(
+      `${"contender".padEnd(64)} ${"req/s".padStart(8)} ${"spread".padStart(17)} ${"vs bare".padStart(8)} ${"CPU µs/req".padStart(11)} ${"bare/CPU".padStart(9)}`,
+    );
+    for (const name of names) {
+      const list = rates(name);
+      const value = median(list);
+      console.log(
+        `${(LABELS[name] ?? name).padEnd(64)} ${fmt(value).padStart(8)} ${`${fmt(Math.min(...list))}–${fmt(Math.max(...list))}`.padStart(17)} ${fmt(value / bare, 2).padStart(8)} ${fmt(cpu(name), 1).padStart(11)} ${fmt(cpu("bare-node") / cpu(name), 2).padStart(9)}`,
+      );
+    }
+    // Ratios per round (both measured in the same round), then their median and spread.
+    targets((name, to) => {
+      const a = samples.get(name);
+      const b = samples.get(to);
+      if (a === undefined || b === undefined) return undefined;
+      const per = a.map((s, i) => s.rate / (b[i]?.rate ?? Number.NaN));
+      return `${fmt(median(per), 2)} [${fmt(Math.min(...per), 2)}–${fmt(Math.max(...per), 2)}]`;
+    });
+  } finally {
+    for (const target of running) target.child.kill();
+  }
+}
+
+/** Sends `count` GETs one after another on one kept-alive connection. */
+function drive(target: Running, count: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const headers: Record<string, string> = { origin: ORIGIN };
+  if (target.cookie !== "") headers.cookie = target.cookie;
+  return new Promise((resolve, reject) => {
+    let left = count;
+    const next = () => {
+      if (left-- === 0) {
+        agent.destroy();
+        resolve();
+        return;
+      }
+      const req = httpRequest(
+        { host: "127.0.0.1", port: target.port, path: PATH, headers, agent },
+        (res) => {
+          if (res.statusCode !== 200) reject(new Error(`${target.name}: ${res.statusCode}`));
+          res.resume();
+          res.on("end", next);
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    };
+    next();
+  });
+}
+
+function totalInstructions(file: string): number {
+  const text = readFileSync(file, "utf8");
+  const line = /^(?:totals|summary):\s+(\d+)/m.exec(text);
+  if (line === null) throw new Error(`no totals in ${file}`);
+  return Number(line[1]);
+}
+
+async function instructions(): Promise<void> {
+  if (!have("valgrind") || !have("callgrind_control"))
+    throw new Error("BENCH_MODE=instructions needs valgrind (Debian package valgrind)");
+  const measured = Number(process.env.BENCH_REQUESTS ?? 2000);
+  const warm = 3000;
+  const names = contenders();
+  const perRequest = new Map<string, number>();
+  for (const name of names) {
+    const dir = mkdtempSync(join(tmpdir(), "portcullis-callgrind-"));
+    const out = join(dir, "callgrind.out");
+    const target = await start(name, "1", [
+      "valgrind",
+      "--tool=callgrind",
+      "--smc-check=all-non-file",
+      "--collect-atstart=no",
+      `--callgrind-out-file=${out}`,
+    ]);
+    try {
+      const pid = target.child.pid as number;
+      await drive(target, warm);
+      // Count only the measured requests: collection is switched on for them, then dumped.
+      spawnSync("callgrind_control", ["--instr=on", String(pid)]);
+      await drive(target, measured);
+      spawnSync("callgrind_control", ["--dump", String(pid)]);
+      spawnSync("callgrind_control", ["--instr=off", String(pid)]);
+      const dumps = readdirSync(dir).filter((file) => file.startsWith("callgrind.out"));
+      const total = dumps.reduce((sum, file) => sum + totalInstructions(join(dir, file)), 0);
+      perRequest.set(name, total / measured);
+      process.stderr.write(`${name}: ${fmt(total / measured)} instructions/request\n`);
+    } finally {
+      target.child.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const bare = perRequest.get("bare-node") as number;
+  console.log(
+    `\nInstructions per request (callgrind, ${warm} requests to warm up, ${measured} counted, one connection)`,
+  );
+  console.log(`${"contender".padEnd(64)} ${"instr/req".padStart(10)} ${"bare/this".padStart(10)}`);
+  for (const name of names) {
+    const value = perRequest.get(name) as number;
+    console.log(
+      `${(LABELS[name] ?? name).padEnd(64)} ${fmt(value).padStart(10)} ${fmt(bare / value, 2).padStart(10)}`,
+    );
+  }
+  targets((name, to) => {
+    const a = perRequest.get(name);
+    const b = perRequest.get(to);
+    return a === undefined || b === undefined ? undefined : fmt(b / a, 2);
+  });
+}
+
+/** Runs the over-the-socket comparison (or the instruction counts) and prints the tables. */
+export async function overSocket(): Promise<void> {
+  for (const tool of ["wrk", "taskset"]) {
+    if (!have(tool)) {
+      console.log(
+        `\nOver the socket: skipped, ${tool} is not installed (Debian: apt-get install ${tool === "wrk" ? "wrk" : "util-linux"}).`,
+      );
+      return;
+    }
+  }
+  compile();
+  if (process.env.BENCH_MODE === "instructions") await instructions();
+  else await throughput();
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await overSocket();
