@@ -11,9 +11,18 @@ const PASS_THROUGH = `portcullis-pass-${randomToken(12)}`;
 
 const FIELDS = Symbol("portcullis.passThroughFields");
 
+// The runtime's own constructor, captured before anything (such as @hono/node-server's serve())
+// puts another one in its place: answers built by either count as Responses.
+const RuntimeResponse = globalThis.Response;
+
+/** True for a `Response` of the runtime's constructor or of the current global one. */
+export function isResponse(value: unknown): value is Response {
+  return value instanceof RuntimeResponse || value instanceof Response;
+}
+
 // Its headers are a `FieldList`: the legs' dozen fields per request cost map writes, and the
 // adapter copies them onto the native response in one pass over the map.
-class PassThroughResponse extends Response {
+class PassThroughResponse extends RuntimeResponse {
   readonly [FIELDS] = new FieldList();
 
   constructor() {
@@ -41,7 +50,7 @@ export function passThroughResponse(): Response {
 /** True for `passThroughResponse()` or a copy of it: the legs handed the pass back. */
 export function isPassThrough(response: unknown): response is Response {
   return (
-    response instanceof Response &&
+    isResponse(response) &&
     response.status === 200 &&
     response.statusText === PASS_THROUGH &&
     response.body === null

@@ -3,7 +3,12 @@ import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts"
 import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
 import { outboxOf } from "../core/outbox.ts";
-import { isPassThrough, passThroughResponse, toMiddleware } from "../core/pass-through.ts";
+import {
+  isPassThrough,
+  isResponse,
+  passThroughResponse,
+  toMiddleware,
+} from "../core/pass-through.ts";
 import { RAW_PATH, ROUTED_PATHS } from "../core/path.ts";
 import { internalErrorResponse, problemResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
@@ -159,7 +164,7 @@ export function chainRunner(
     }
 
     tap?.discard();
-    if (!(response instanceof Response))
+    if (!isResponse(response))
       return fail(new TypeError("the chain answered a non-Response"), request);
     return { passed: false, response: outbox.drainIntoResponse(response) };
   };

@@ -10,6 +10,7 @@ import { bindValue } from "../../core/context.ts";
 import { InvalidOptionsError, isBodyReadError } from "../../core/errors.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
+import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
@@ -121,7 +122,7 @@ export function toNodeListener(
       built.tap?.discard();
     };
     const answer = (response: Response) => {
-      if (!(response instanceof Response)) {
+      if (!isResponse(response)) {
         fail(new TypeError("the handler answered a non-Response"));
         return;
       }
@@ -141,7 +142,7 @@ export function toNodeListener(
       fail(error);
       return;
     }
-    if (result instanceof Response) answer(result);
+    if (isResponse(result)) answer(result);
     else Promise.resolve(result).then(answer, fail);
   };
 }
