@@ -68,6 +68,17 @@ type Served =
   | { listening: number };
 type Serve = () => Promise<Served>;
 
+/** The full chain in front of a Fetch handler, on toNodeListener (what serveFetch serves). */
+async function chainOnServeFetch(lightResponses: boolean): Promise<Served> {
+  const { toNodeListener } = await load("adapters/node/index.js");
+  const { P, options, signIn } = await portcullis();
+  const handler = P.newHandler(async (request: Request) => {
+    if (request.method === "POST") await signIn(request);
+    return okResponse();
+  }, options);
+  return toNodeListener(handler, { lightResponses });
+}
+
 /** A Fastify app on its own server, as its users run it. */
 async function fastifyListening(app: import("fastify").FastifyInstance): Promise<Served> {
   await app.listen({ port: 0, host: "127.0.0.1" });
@@ -113,28 +124,9 @@ const SERVERS: Record<string, Serve> = {
     });
   },
 
-  "portcullis-servefetch": async () => {
-    const { toNodeListener } = await load("adapters/node/index.js");
-    const { P, options, signIn } = await portcullis();
-    return toNodeListener(
-      P.newHandler(async (request: Request) => {
-        if (request.method === "POST") await signIn(request);
-        return okResponse();
-      }, options),
-    );
-  },
+  "portcullis-servefetch": () => chainOnServeFetch(false),
 
-  "portcullis-servefetch-light": async () => {
-    const { toNodeListener } = await load("adapters/node/index.js");
-    const { P, options, signIn } = await portcullis();
-    return toNodeListener(
-      P.newHandler(async (request: Request) => {
-        if (request.method === "POST") await signIn(request);
-        return okResponse();
-      }, options),
-      { lightResponses: true },
-    );
-  },
+  "portcullis-servefetch-light": () => chainOnServeFetch(true),
 
   "portcullis-express": async () => {
     const { default: express } = await import("express");
