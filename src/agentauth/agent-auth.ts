@@ -65,6 +65,28 @@ export interface AgentAuthStores {
   readonly userCodeAttempts?: LoginAttemptStore;
 }
 
+/**
+ * Options of `agentAuth`.
+ *
+ * @example
+ * ```ts
+ * import { agentAuth } from "portcullis/agentauth";
+ * import { MemoryClientStore } from "portcullis/oauth2";
+ *
+ * const clients = new MemoryClientStore();
+ * await clients.register({ clientId: "key_research", kind: "api_key", secret: researchKey });
+ *
+ * const agents = await agentAuth({
+ *   issuer: "https://notes.example.com",
+ *   clients,
+ *   capabilities: [
+ *     { name: "list_notes", description: "Lists the notes.", handler: () => ({ notes }) },
+ *   ],
+ *   tokenTtlSeconds: 60, // shorter-lived capability tokens than the default 120 s
+ *   onEvent: (event) => console.log("agent event", event),
+ * });
+ * ```
+ */
 export interface AgentAuthOptions {
   /** The service's public base URL: https (http only on loopback). Every published URL is built from it. */
   readonly issuer: string;
@@ -72,33 +94,106 @@ export interface AgentAuthOptions {
   readonly capabilities: CapabilityRegistry | readonly CapabilityDefinition[];
   /** The agents' identities: OAuth clients and API keys. */
   readonly clients: ClientStore;
-  /** Signing keys. Default: an EdDSA pair made at start-up (tokens die with the process). */
+  /**
+   * Signing keys for capability tokens. Give every instance the same keys
+   * (`importKeySet`) when running more than one.
+   *
+   * @default an EdDSA pair made at start-up (`generateKeySet()`); its tokens die with the process
+   */
   readonly keys?: KeySet;
+  /**
+   * The `provider_name` agents see in discovery.
+   *
+   * @default the issuer's host
+   */
   readonly providerName?: string;
+  /**
+   * A short text for discovery, telling agents what the service offers.
+   *
+   * @default none — discovery carries no `description`
+   */
   readonly description?: string;
+  /**
+   * Where each endpoint is served, on the issuer's origin; only the ones
+   * given change.
+   *
+   * @default { discovery: "/.well-known/agent-configuration", capabilities: "/capability/list", execute: "/capability/execute", deviceAuthorization: "/oauth/device_authorization", token: "/oauth/token", jwks: "/.well-known/jwks.json", verification: "/agent/approve" }
+   */
   readonly paths?: AgentAuthPaths;
+  /**
+   * Where grants, used token ids, pending requests, device codes and wrong
+   * user codes are kept. The memory stores hold for one process only: use
+   * shared stores (Redis, PostgreSQL) for several instances.
+   *
+   * @default a memory store for each (`MemoryGrantStore`, `MemoryReplayStore`, `MemoryPendingRequestStore`, `MemoryDeviceCodeStore`, `MemoryLoginAttemptStore`)
+   */
   readonly stores?: AgentAuthStores;
-  /** Capability token lifetime. Default 120. */
+  /**
+   * Capability token lifetime, in seconds (1 to 3600).
+   *
+   * @default 120
+   */
   readonly tokenTtlSeconds?: number;
-  /** Grant lifetime. Default 86 400 (24 h). */
+  /**
+   * Grant lifetime, in seconds (60 or more).
+   *
+   * @default 86_400 (24 h)
+   */
   readonly grantTtlSeconds?: number;
-  /** Device code lifetime. Default 600. */
+  /**
+   * Device code lifetime, in seconds: how long a human has to approve.
+   *
+   * @default 600
+   */
   readonly deviceCodeLifetimeSeconds?: number;
-  /** Device polling interval. Default 5. */
+  /**
+   * Device polling interval handed to agents, in seconds.
+   *
+   * @default 5
+   */
   readonly pollIntervalSeconds?: number;
-  /** Builds the page answering the approval form (`agents.approve`). Default: a minimal HTML page. */
+  /**
+   * Builds the page answering the approval form (`agents.approve`).
+   *
+   * @default a minimal HTML page with the right status
+   */
   readonly approvalResponse?: AgentApproveOptions["respond"];
-  /** Largest execute body. Default 65 536. */
+  /**
+   * Largest execute body, in bytes (413 beyond).
+   *
+   * @default 65_536
+   */
   readonly maxBodyBytes?: number;
-  /** Every store call is bounded by this; a failure or timeout answers 503. Default 1000. */
+  /**
+   * Every store call is bounded by this, in ms; a failure or timeout answers 503.
+   *
+   * @default 1000
+   */
   readonly storeTimeoutMs?: number;
-  /** Told what happened: grants, tokens, executions, denials. */
+  /**
+   * Told what happened: grants, tokens, executions, denials (ids only, never
+   * a token). A listener that throws changes nothing.
+   *
+   * @default none — events are not reported
+   */
   readonly onEvent?: AgentEventListener;
-  /** Told about store failures. Default `console.error`, at most every 10 s. */
+  /**
+   * Told about store failures.
+   *
+   * @default console.error, at most once every 10 s
+   */
   readonly onStoreError?: (error: unknown) => void;
-  /** Told about unexpected failures (answered 500). Default `console.error`. */
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
   readonly onError?: (error: unknown, request: Request) => void;
-  /** Milliseconds since the epoch. Default `Date.now`. */
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

@@ -13,10 +13,32 @@ import { parseBasicClient, verifyClientSecret } from "../oauth2/client-authentic
 import type { ClientStore } from "../oauth2/clients.ts";
 import { AGENT_AUTHORITY } from "./resolve-session.ts";
 
+/**
+ * Options of `agentCredentials`.
+ *
+ * @example
+ * ```ts
+ * import { authz, basicAuth, newHandler } from "portcullis";
+ * import { agentCredentials } from "portcullis/agentauth";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   // Agents first: a Basic header naming no agent goes on to the human users.
+ *   authentication: [
+ *     agentCredentials({ clients, storeTimeoutMs: 500 }),
+ *     basicAuth({ credentials, required: false }),
+ *   ],
+ *   authorization: authz.routes([authz.anyRequest().authenticated()]),
+ * });
+ * ```
+ */
 export interface AgentCredentialsOptions {
   /** The agents' OAuth clients and API keys. */
   readonly clients: ClientStore;
-  /** A client-store call not answered within this fails (503). Default 1000. */
+  /**
+   * A client-store call not answered within this many ms fails (503).
+   *
+   * @default 1000
+   */
   readonly storeTimeoutMs?: number;
 }
 

@@ -28,13 +28,38 @@ export type AgentApprovalLookup =
       readonly retryAfterSeconds?: number;
     };
 
+/**
+ * Options of `agentApproveHandler`. With `agentAuth`, set `approvalResponse`
+ * there instead: `agents.approve` is this handler.
+ *
+ * @example
+ * ```ts
+ * import { agentApproveHandler } from "portcullis/agentauth";
+ *
+ * // `agents` is what `await agentAuth({...})` returned.
+ * const approve = agentApproveHandler(agents.runtime, agents.service, {
+ *   respond: (result) =>
+ *     result.action === "approve" && result.outcome.ok
+ *       ? Response.redirect("https://notes.example.com/agents", 303)
+ *       : new Response("The agent was not approved.", { status: 400 }),
+ * });
+ * ```
+ */
 export interface AgentApproveOptions {
-  /** Builds the page answering the post. Default: a minimal HTML page with the right status. */
+  /**
+   * Builds the page answering the post.
+   *
+   * @default a minimal HTML page with the right status
+   */
   readonly respond?: (
     result: DeviceApproveResult,
     request: Request,
   ) => Response | Promise<Response>;
-  /** Largest form body read. Default 8192. */
+  /**
+   * Largest form body read, in bytes (512 or more).
+   *
+   * @default 8192
+   */
   readonly maxBodyBytes?: number;
 }
 

@@ -5,6 +5,21 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { type CapabilityRegistry, listingOf } from "./capabilities.ts";
 import { agentError, agentJson } from "./wire.ts";
 
+/**
+ * Options of `capabilitiesHandler`; `agentAuth` builds one for you.
+ *
+ * @example
+ * ```ts
+ * import { capabilitiesHandler, defineCapabilities } from "portcullis/agentauth";
+ *
+ * const list = capabilitiesHandler({
+ *   registry: defineCapabilities([
+ *     { name: "get_time", description: "Tells the time.", handler: () => ({ now: Date.now() }) },
+ *   ]),
+ *   discoveryUrl: "https://notes.example.com/.well-known/agent-configuration",
+ * });
+ * ```
+ */
 export interface CapabilitiesOptions {
   readonly registry: CapabilityRegistry;
   /** For the `AgentAuth` challenge of a 401. */

@@ -4,13 +4,40 @@ import type { AuthorizationServerMetadata } from "../oauth2/authorization-server
 import type { AgentUrls } from "./runtime.ts";
 import { AGENT_AUTH_VERSION } from "./wire.ts";
 
+/**
+ * Options of `discoveryHandler`; `agentAuth` builds one for you.
+ *
+ * @example
+ * ```ts
+ * import { discoveryHandler } from "portcullis/agentauth";
+ *
+ * // `agents` is what `await agentAuth({...})` returned.
+ * const discovery = discoveryHandler({
+ *   urls: agents.runtime.urls,
+ *   oauth: agents.oauth.metadata,
+ *   verificationUri: "https://notes.example.com/agent/approve",
+ *   providerName: "Notes",
+ *   description: "Read and add notes.",
+ * });
+ * ```
+ */
 export interface DiscoveryOptions {
   readonly urls: AgentUrls;
   /** The OAuth metadata of the device flow the agents use. */
   readonly oauth: AuthorizationServerMetadata;
   /** The human approval page. */
   readonly verificationUri: string;
+  /**
+   * The `provider_name` agents see.
+   *
+   * @default the host of `urls.issuer`
+   */
   readonly providerName?: string;
+  /**
+   * A short text telling agents what the service offers.
+   *
+   * @default none — the document carries no `description`
+   */
   readonly description?: string;
 }
 

@@ -9,8 +9,23 @@ import type { AgentSession } from "./session.ts";
 import type { CapabilityClaims } from "./token.ts";
 import { type AgentErrorCode, agentChallenges, agentError } from "./wire.ts";
 
+/**
+ * Options of `executeHandler`. With `agentAuth`, set `maxBodyBytes` there.
+ *
+ * @example
+ * ```ts
+ * import { executeHandler } from "portcullis/agentauth";
+ *
+ * // `agents` is what `await agentAuth({...})` returned.
+ * const execute = executeHandler(agents.runtime, { maxBodyBytes: 16_384 });
+ * ```
+ */
 export interface ExecuteOptions {
-  /** Largest request body. Default 65 536. */
+  /**
+   * Largest request body, in bytes (256 or more; 413 beyond).
+   *
+   * @default 65_536
+   */
   readonly maxBodyBytes?: number;
 }
 

@@ -60,8 +60,27 @@ export interface GrantStore {
   ): Promise<Grant | undefined>;
 }
 
+/**
+ * Options of `MemoryGrantStore`.
+ *
+ * @example
+ * ```ts
+ * import { agentAuth, MemoryGrantStore } from "portcullis/agentauth";
+ *
+ * const agents = await agentAuth({
+ *   issuer,
+ *   clients,
+ *   capabilities,
+ *   stores: { grants: new MemoryGrantStore({ maxEntries: 10_000 }) },
+ * });
+ * ```
+ */
 export interface MemoryGrantStoreOptions {
-  /** Most grants held; past it expired and revoked ones go first, then `create` fails. Default 100 000. */
+  /**
+   * Most grants held; past it expired and revoked ones go first, then `create` fails.
+   *
+   * @default 100_000
+   */
   readonly maxEntries?: number;
 }
 

@@ -25,8 +25,27 @@ export interface PendingRequestStore {
   delete(principalId: string, userCodeHash: string): Promise<void>;
 }
 
+/**
+ * Options of `MemoryPendingRequestStore`.
+ *
+ * @example
+ * ```ts
+ * import { agentAuth, MemoryPendingRequestStore } from "portcullis/agentauth";
+ *
+ * const agents = await agentAuth({
+ *   issuer,
+ *   clients,
+ *   capabilities,
+ *   stores: { pending: new MemoryPendingRequestStore({ maxEntries: 1000 }) },
+ * });
+ * ```
+ */
 export interface MemoryPendingRequestStoreOptions {
-  /** Most requests held; when full of live ones, `create` fails. Default 10 000. */
+  /**
+   * Most requests held; when full of live ones, `create` fails.
+   *
+   * @default 10_000
+   */
   readonly maxEntries?: number;
 }
 

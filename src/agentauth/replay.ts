@@ -9,8 +9,27 @@ export interface ReplayStore {
   setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean>;
 }
 
+/**
+ * Options of `MemoryReplayStore`.
+ *
+ * @example
+ * ```ts
+ * import { agentAuth, MemoryReplayStore } from "portcullis/agentauth";
+ *
+ * const agents = await agentAuth({
+ *   issuer,
+ *   clients,
+ *   capabilities,
+ *   stores: { replay: new MemoryReplayStore({ maxEntries: 500_000 }) },
+ * });
+ * ```
+ */
 export interface MemoryReplayStoreOptions {
-  /** Most ids held; when full of live ids, `setIfAbsent` fails (closed) rather than forget one. Default 100 000. */
+  /**
+   * Most ids held; when full of live ids, `setIfAbsent` fails (closed) rather than forget one.
+   *
+   * @default 100_000
+   */
   readonly maxEntries?: number;
 }
 

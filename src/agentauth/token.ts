@@ -7,6 +7,22 @@ import { type JwtClaims, jwtVerifier } from "../jwt/verify.ts";
 /** The `typ` of capability tokens: our own, so no other JWT is ever taken for one. */
 export const CAPABILITY_TOKEN_TYPE = "portcullis-capability+jwt";
 
+/**
+ * Options of `capabilityTokens`; `agentAuth` builds them for you.
+ *
+ * @example
+ * ```ts
+ * import { capabilityTokens } from "portcullis/agentauth";
+ * import { generateKeySet } from "portcullis/jwt";
+ *
+ * const tokens = capabilityTokens({
+ *   keys: await generateKeySet(),
+ *   issuer: "https://notes.example.com",
+ *   executeUrl: "https://notes.example.com/capability/execute",
+ *   ttlSeconds: 60,
+ * });
+ * ```
+ */
 export interface CapabilityTokenOptions {
   /** Signing and verification keys (EdDSA or ES256 by default; HS256 only if imported so). */
   readonly keys: KeySet;
@@ -14,11 +30,23 @@ export interface CapabilityTokenOptions {
   readonly issuer: string;
   /** The execute endpoint's absolute URL: the default audience. */
   readonly executeUrl: string;
-  /** Token lifetime. Default 120 (the spec recommends about two minutes). */
+  /**
+   * Token lifetime, in seconds (1 to 3600); the spec recommends about two minutes.
+   *
+   * @default 120
+   */
   readonly ttlSeconds?: number;
-  /** Default 5, at most 30. */
+  /**
+   * Clock skew allowed when verifying, in seconds, at most 30.
+   *
+   * @default 5
+   */
   readonly clockToleranceSeconds?: number;
-  /** Milliseconds since the epoch. Default `Date.now`. */
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

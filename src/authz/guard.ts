@@ -21,8 +21,27 @@ export interface GuardSubject<T> {
   hasAuthority(authority: string): boolean;
 }
 
+/**
+ * Options of `guard`.
+ *
+ * @example
+ * ```ts
+ * import { authz } from "portcullis";
+ *
+ * const canEdit = authz.guard<Invoice>(
+ *   ({ authentication, target, hasRole }) =>
+ *     hasRole("STAFF") || target.owner === authentication.name,
+ *   { hierarchy: "ADMIN > STAFF > USER" }, // an ADMIN passes hasRole("STAFF") too
+ * );
+ * await canEdit(request, invoice); // rejects with AccessDeniedError when not allowed
+ * ```
+ */
 export interface GuardOptions {
-  /** Role hierarchy for `hasRole`. Default: none. */
+  /**
+   * Role hierarchy for `hasRole`: `"ADMIN > STAFF > USER"`, a record, or a `RoleHierarchy`.
+   *
+   * @default none — `hasRole` compares roles literally
+   */
   readonly hierarchy?: RoleHierarchyInit;
 }
 

@@ -10,8 +10,31 @@ import { matchPath, normalizePath, ROUTED_PATHS, refusedPathResponse } from "../
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
 
+/**
+ * Options of `routes`.
+ *
+ * @example
+ * ```ts
+ * import { authz } from "portcullis";
+ *
+ * const { anyRequest, match, routes } = authz;
+ * const authorization = routes(
+ *   [
+ *     match("GET", "/public/**").permitAll(),
+ *     match("/admin/**").hasRole("ADMIN"),
+ *     match("/staff/**").hasRole("STAFF"), // ADMIN passes too, through the hierarchy
+ *     anyRequest().authenticated(),
+ *   ],
+ *   { hierarchy: "ADMIN > STAFF > USER" },
+ * );
+ * ```
+ */
 export interface RoutesOptions {
-  /** Role hierarchy for `hasRole`/`hasAnyRole`: `"ADMIN > STAFF > USER"`, a record, or a `RoleHierarchy`. Default: none. */
+  /**
+   * Role hierarchy for `hasRole`/`hasAnyRole`: `"ADMIN > STAFF > USER"`, a record, or a `RoleHierarchy`.
+   *
+   * @default none — roles are compared literally
+   */
   readonly hierarchy?: RoleHierarchyInit;
 }
 

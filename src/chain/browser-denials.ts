@@ -3,10 +3,34 @@ import type { Handler, Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 
+/**
+ * Options of `browserDenials`, usually given to the chain as `browserDenials: {...}`.
+ *
+ * @example
+ * ```ts
+ * import { newHandler } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   authorization,
+ *   browserDenials: {
+ *     signInPath: "/login",
+ *     forbiddenPage: () =>
+ *       new Response("<h1>Not for your account</h1>", {
+ *         status: 403,
+ *         headers: { "content-type": "text/html; charset=utf-8" },
+ *       }),
+ *   },
+ * });
+ * ```
+ */
 export interface BrowserDenialOptions {
   /** Where a browser that is not signed in is sent, with `?next=<the page>`. */
   readonly signInPath: string;
-  /** The page a signed-in browser gets for a 403. Default: a short HTML page with a link home. */
+  /**
+   * The page a signed-in browser gets for a 403.
+   *
+   * @default a short HTML page with a link home
+   */
   readonly forbiddenPage?: (request: Request) => Response | Promise<Response>;
 }
 

@@ -29,64 +29,109 @@ import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts"
  * would pass, so the chain refuses to be built. Security headers, sessions and
  * CSRF protection are on unless turned off with `false`; CORS and rate limiting
  * need the application's origins and quotas, so they run when given.
+ *
+ * @example
+ * ```ts
+ * import { authz, basicAuth, cors, newHandler, rateLimit, sessions } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   cors: cors({ origin: "https://app.example.com", credentials: true }),
+ *   rateLimit: rateLimit({ rules: [{ limit: 300, windowMs: 60_000 }] }),
+ *   session: sessions({ secure: process.env.NODE_ENV === "production" }),
+ *   authentication: basicAuth({ credentials, required: false }),
+ *   authorization: authz.routes([
+ *     authz.match("GET", "/public/**").permitAll(),
+ *     authz.anyRequest().authenticated(),
+ *   ]),
+ *   trustProxy: 1, // one reverse proxy in front, appending to X-Forwarded-For
+ * });
+ * ```
  */
 export interface SecurityOptions {
-  /** Leg 1: security headers on every response, denials included. Default `securityHeaders()`; `false` for none. */
+  /**
+   * Leg 1: security headers on every response, denials included; `false` for none.
+   *
+   * @default securityHeaders()
+   */
   readonly headers?: Middleware | false;
   /**
-   * Leg 2: CORS; answers preflights. Default none: no cross-origin reads beyond
-   * what browsers allow anyway, and preflights go on to authorization.
+   * Leg 2: CORS; answers preflights.
+   *
+   * @default none — no cross-origin reads beyond what browsers allow anyway, and preflights go on to authorization
    */
   readonly cors?: Middleware | false;
   /**
-   * Leg 3: rate limiting. Default none. Rules keyed on `"principal"` are
-   * counted after the session lookup and the authenticators, the others here.
+   * Leg 3: rate limiting. Rules keyed on `"principal"` are counted after the
+   * session lookup and the authenticators, the others here.
+   *
+   * @default none — nothing is rate limited
    */
   readonly rateLimit?: Middleware | false;
   /**
-   * Leg 4: session lookup; binds the session and its principal. Default
-   * `sessions()` (memory store, nothing written until `save()`); `false` for a
+   * Leg 4: session lookup; binds the session and its principal. `false` for a
    * chain without sessions, such as a bearer-token API.
+   *
+   * @default sessions() (memory store, nothing written until `save()`)
    */
   readonly session?: Middleware | false;
-  /** Authenticators that run after the session lookup, such as `basicAuth({ required: false })`. */
+  /**
+   * Authenticators that run after the session lookup, such as `basicAuth({ required: false })`.
+   *
+   * @default none — only the session can sign a request in
+   */
   readonly authentication?: Middleware | readonly Middleware[];
   /**
-   * Leg 5: CSRF protection. Default `csrf()`; `false` turns it off (never with
-   * `login`). Without sessions it still refuses cross-site browser requests,
-   * which matters for credentials browsers send by themselves, such as Basic.
-   * A front end on another origin (see `cors`) needs `csrf({ trustedOrigins })`.
+   * Leg 5: CSRF protection; `false` turns it off (never with `login`).
+   * Without sessions it still refuses cross-site browser requests, which
+   * matters for credentials browsers send by themselves, such as Basic. A
+   * front end on another origin (see `cors`) needs `csrf({ trustedOrigins })`.
+   *
+   * @default csrf()
    */
   readonly csrf?: Middleware | false;
-  /** Leg 6: the login and logout endpoints, `login({...})`; only mountable here. Default none. */
+  /**
+   * Leg 6: the login and logout endpoints, `login({...})`; only mountable here.
+   *
+   * @default none — no login or logout endpoint
+   */
   readonly login?: LoginEndpoint;
   /**
    * For browser page loads only: send a visitor who is not signed in to
    * `signInPath` (303, with `next` back to the page) and answer a 403 with an
-   * HTML page. API clients keep the 401/403 problem JSON. Default off.
+   * HTML page. API clients keep the 401/403 problem JSON.
+   *
+   * @default off — browsers get the same 401/403 problem JSON as API clients
    */
   readonly browserDenials?: BrowserDenialOptions | false;
   /** Leg 7 (required): default-deny authorization, usually `authz.routes([...])`. */
   readonly authorization: Middleware;
   /**
    * Called with anything a leg or the wrapped handler throws; the client gets
-   * a bare 500 either way. Default: `console.error`.
+   * a bare 500 either way.
+   *
+   * @default console.error
    */
   readonly onError?: (error: unknown, request: Request) => void;
   /**
    * Reads the socket peer address from what the runtime passes after the
    * request (`bunClientAddress`, `denoClientAddress`, `workersClientAddress`,
    * `nodeServerClientAddress`). Adapters for Node frameworks bind it themselves.
-   * Default: none.
+   *
+   * @default none — the address is what an adapter bound, else unknown
    */
   readonly clientAddress?: ClientAddressFunction;
   /**
    * How many forwarding proxies to believe (`X-Forwarded-For`, or `Forwarded`
    * with `forwardedHeader: "forwarded"`), or a predicate on proxy addresses.
-   * Default `0`: forwarding headers are ignored.
+   *
+   * @default 0 (forwarding headers are ignored)
    */
   readonly trustProxy?: ClientAddressOptions["trustProxy"];
-  /** Which forwarding header the trusted proxies write. Default `"x-forwarded-for"`. */
+  /**
+   * Which forwarding header the trusted proxies write.
+   *
+   * @default "x-forwarded-for"
+   */
   readonly forwardedHeader?: ClientAddressOptions["forwardedHeader"];
 }
 

@@ -66,9 +66,24 @@ export function peerAddress(clientAddress: ClientAddressFunction): Middleware {
     };
 }
 
+/**
+ * Which forwarding proxies to believe, for the chain (`newChain`,
+ * `newHandler`), `rateLimit` and `resolveClientAddress`.
+ *
+ * @example
+ * ```ts
+ * import { authz, newHandler } from "portcullis";
+ *
+ * // Behind one reverse proxy that appends the address it saw to X-Forwarded-For.
+ * const handler = newHandler(app.fetch, {
+ *   trustProxy: 1,
+ *   authorization: authz.routes([authz.anyRequest().permitAll()]),
+ * });
+ * ```
+ */
 export interface ClientAddressOptions {
   /**
-   * Which forwarding proxies to believe. Default `0`.
+   * Which forwarding proxies to believe.
    * - `0`: forwarding headers are ignored; the client is the socket peer.
    * - `n > 0`: exactly `n` proxies sit in front and each appends the address it
    *   saw; the client is the `n`-th entry from the right. Entries further left
@@ -80,12 +95,16 @@ export interface ClientAddressOptions {
    * - a function: walking from the peer leftwards, each hop whose normalized
    *   address satisfies it is a trusted proxy; the first one that does not is
    *   the client. Needs the peer address; without it the client is unknown.
+   *
+   * @default 0 (forwarding headers are ignored)
    */
   readonly trustProxy?: number | ((address: string) => boolean);
   /**
-   * The header the trusted proxies write: `"x-forwarded-for"` (default) or the
-   * RFC 7239 `"forwarded"` (`for=` parameters). The other one is ignored, so a
-   * client cannot slip addresses in through the header the proxies leave alone.
+   * The header the trusted proxies write: `"x-forwarded-for"` or the RFC 7239
+   * `"forwarded"` (`for=` parameters). The other one is ignored, so a client
+   * cannot slip addresses in through the header the proxies leave alone.
+   *
+   * @default "x-forwarded-for"
    */
   readonly forwardedHeader?: "x-forwarded-for" | "forwarded";
 }

@@ -33,9 +33,25 @@ export interface LoginAttemptStore {
   reset(key: string): Promise<void>;
 }
 
-/** Options of `MemoryLoginAttemptStore`. */
+/**
+ * Options of `MemoryLoginAttemptStore`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryLoginAttemptStore, passwordCredentials } from "portcullis";
+ *
+ * const credentials = passwordCredentials({
+ *   findUser: (name) => users.get(name),
+ *   throttle: { store: new MemoryLoginAttemptStore({ maxEntries: 50_000 }) },
+ * });
+ * ```
+ */
 export interface MemoryLoginAttemptStoreOptions {
-  /** Most counters held; past it one is forgotten (see the class). Default 10 000. */
+  /**
+   * Most counters held; past it one is forgotten (see the class).
+   *
+   * @default 10_000
+   */
   readonly maxEntries?: number;
 }
 

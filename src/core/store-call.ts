@@ -1,7 +1,20 @@
 import { withDeadline } from "./deadline.ts";
 import { StoreUnavailableError } from "./errors.ts";
 
-/** How a leg or service calls its store: bounded, reported, and failing closed. */
+/**
+ * How a leg or service calls its store: bounded, reported, and failing closed.
+ *
+ * @example
+ * ```ts
+ * const call = storeCaller({
+ *   what: "the session store",
+ *   timeoutMs: 1000,
+ *   report: (error: unknown) => console.error("session store failed", error),
+ *   timed: true, // a network store: bound each call by timeoutMs
+ * });
+ * const record = await call(() => store.get(id)); // StoreUnavailableError (503) on failure or timeout
+ * ```
+ */
 export interface StoreCallOptions {
   /** Names the store in messages: `"the session store"`. */
   readonly what: string;

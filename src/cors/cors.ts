@@ -8,6 +8,25 @@ import { setIfAbsent, withHeaders } from "../core/response.ts";
 /** Decides whether `origin` may read responses; only `true` allows (a truthy non-boolean does not). */
 export type CorsOriginFunction = (origin: string, request: Request) => boolean | Promise<boolean>;
 
+/**
+ * Options of `cors`.
+ *
+ * @example
+ * ```ts
+ * import { cors, csrf, newHandler } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   cors: cors({
+ *     origin: ["https://app.example.com", "https://admin.example.com"],
+ *     credentials: true, // the front end sends the session cookie
+ *     exposedHeaders: ["RateLimit"],
+ *   }),
+ *   // The same origins may send state-changing requests.
+ *   csrf: csrf({ trustedOrigins: ["https://app.example.com", "https://admin.example.com"] }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface CorsOptions {
   /**
    * Which origins may read responses. Required; no default.
@@ -25,14 +44,17 @@ export interface CorsOptions {
   readonly origin: string | readonly string[] | CorsOriginFunction;
   /**
    * Let allowed origins send cookies and HTTP authentication and read the
-   * answer (`Access-Control-Allow-Credentials: true`). Default `false`.
+   * answer (`Access-Control-Allow-Credentials: true`).
+   *
+   * @default false
    */
   readonly credentials?: boolean;
   /**
    * Methods a preflight may ask for, compared case-sensitively as Fetch does
    * (write `PATCH`: browsers send a lower-case `patch` as it is, and it does
    * not match). Upper-cased when the leg is built.
-   * Default `["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"]`.
+   *
+   * @default ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"]
    */
   readonly methods?: readonly string[];
   /**
@@ -40,15 +62,22 @@ export interface CorsOptions {
    * preflight asking for another is refused. An explicit list rather than
    * reflecting whatever is asked. `"*"` allows any (never `Authorization`,
    * which browsers require by name), and is refused with `credentials`.
-   * Default `["Content-Type", "Authorization", "X-CSRF-Token"]`.
+   *
+   * @default ["Content-Type", "Authorization", "X-CSRF-Token"]
    */
   readonly allowedHeaders?: readonly string[] | "*";
   /**
    * Response headers, beyond the CORS-safelisted ones, that scripts of an
-   * allowed origin may read. `"*"` is refused with `credentials`. Default `[]`.
+   * allowed origin may read. `"*"` is refused with `credentials`.
+   *
+   * @default [] (only the safelisted ones)
    */
   readonly exposedHeaders?: readonly string[] | "*";
-  /** Seconds a browser may cache a preflight answer (Chromium caps it at 7200). Default `600`. */
+  /**
+   * Seconds a browser may cache a preflight answer (Chromium caps it at 7200).
+   *
+   * @default 600
+   */
   readonly maxAge?: number;
 }
 

@@ -11,29 +11,62 @@ import { problemResponse } from "../core/problem.ts";
 import { sessionFrom } from "../session/session.ts";
 import { issueToken, verifyToken } from "./token.ts";
 
+/**
+ * Options of `csrf`.
+ *
+ * @example
+ * ```ts
+ * import { csrf, newHandler } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   csrf: csrf({
+ *     trustedOrigins: ["https://app.example.com"], // a front end on another origin
+ *     alwaysProtect: ["/login", "/logout", "/signup"],
+ *   }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface CsrfOptions {
-  /** Request header carrying the token. Default `"x-csrf-token"`. */
+  /**
+   * Request header carrying the token.
+   *
+   * @default "x-csrf-token"
+   */
   readonly headerName?: string;
-  /** Form field carrying the token (urlencoded and multipart bodies). Default `"_csrf"`. */
+  /**
+   * Form field carrying the token (urlencoded and multipart bodies).
+   *
+   * @default "_csrf"
+   */
   readonly parameterName?: string;
   /**
    * Path of the token endpoint answering `GET` with JSON, served when the session
-   * leg runs; `false` mounts none. Default `"/csrf"`.
+   * leg runs; `false` mounts none.
+   *
+   * @default "/csrf"
    */
   readonly tokenPath?: string | false;
   /**
    * Origins other than the server's own that may send state-changing requests,
-   * exact (`https://app.example.com`). Default none. Never derived from
-   * forwarded headers: behind a TLS-terminating proxy, list the public origin.
+   * exact (`https://app.example.com`). Never derived from forwarded headers:
+   * behind a TLS-terminating proxy, list the public origin.
+   *
+   * @default none — only the server's own origin
    */
   readonly trustedOrigins?: readonly string[];
   /**
    * Path patterns that need a session and a token even when the request brings
    * no session cookie, so nobody can be signed in or out by another site.
-   * Default `["/login", "/logout"]`.
+   *
+   * @default ["/login", "/logout"]
    */
   readonly alwaysProtect?: readonly string[];
-  /** Largest form body searched for the token field. Default 64 KiB. */
+  /**
+   * Largest form body searched for the token field, in bytes.
+   *
+   * @default 65_536 (64 KiB)
+   */
   readonly maxFormBytes?: number;
 }
 

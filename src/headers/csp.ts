@@ -17,26 +17,51 @@ export type CspDirectiveValue = readonly string[] | string | boolean | null;
  */
 export type CspDirectives = Readonly<Record<string, CspDirectiveValue>>;
 
+/**
+ * The `contentSecurityPolicy` option of `securityHeaders`.
+ *
+ * @example
+ * ```ts
+ * import { cspNonce, securityHeaders } from "portcullis";
+ *
+ * const headers = securityHeaders({
+ *   contentSecurityPolicy: {
+ *     directives: { "connect-src": ["'self'", "https://api.example.com"] },
+ *     nonce: true, // read it in the page with cspNonce(request)
+ *   },
+ * });
+ * ```
+ */
 export interface ContentSecurityPolicyOptions {
   /**
    * Directives merged over `DEFAULT_CSP_DIRECTIVES` (or used alone when
-   * `useDefaults` is false). Default: none, so the defaults apply unchanged.
+   * `useDefaults` is false).
+   *
+   * @default none — the defaults apply unchanged
    */
   readonly directives?: CspDirectives;
-  /** Start from `DEFAULT_CSP_DIRECTIVES`. Default `true`. */
+  /**
+   * Start from `DEFAULT_CSP_DIRECTIVES`.
+   *
+   * @default true
+   */
   readonly useDefaults?: boolean;
   /**
    * A fresh nonce per request (128 bits from Web Crypto, 32 hex digits), added as
    * `'nonce-…'` to `script-src` and `style-src` (to `default-src` for either
    * that is absent) and readable downstream with `cspNonce(request)`. Browsers
    * ignore `'unsafe-inline'` in a directive that carries a nonce, so inline
-   * styles then need the nonce too. Default `false`.
+   * styles then need the nonce too.
+   *
+   * @default false
    */
   readonly nonce?: boolean;
   /**
    * Send `Content-Security-Policy-Report-Only` instead, to try a policy out.
    * `upgrade-insecure-requests` is left out there (browsers ignore it in
-   * report-only policies). Default `false`.
+   * report-only policies).
+   *
+   * @default false
    */
   readonly reportOnly?: boolean;
 }

@@ -7,15 +7,36 @@ import { type CompiledCsp, type ContentSecurityPolicyOptions, compileCsp } from 
 import { compilePermissionsPolicy, type PermissionsPolicyFeatures } from "./permissions-policy.ts";
 import { headerValue, oneOf } from "./validate.ts";
 
+/**
+ * The `strictTransportSecurity` option of `securityHeaders`.
+ *
+ * @example
+ * ```ts
+ * import { securityHeaders } from "portcullis";
+ *
+ * const headers = securityHeaders({
+ *   strictTransportSecurity: { maxAge: 63_072_000, preload: true }, // two years, preload list
+ * });
+ * ```
+ */
 export interface StrictTransportSecurityOptions {
-  /** Seconds browsers keep to HTTPS. Default `31536000` (one year). */
+  /**
+   * Seconds browsers keep to HTTPS.
+   *
+   * @default 31_536_000 (one year)
+   */
   readonly maxAge?: number;
-  /** Covers every subdomain too. Default `true`. */
+  /**
+   * Covers every subdomain too.
+   *
+   * @default true
+   */
   readonly includeSubDomains?: boolean;
   /**
    * Asks for inclusion in browsers' built-in HSTS lists; hard to undo, so
    * opt-in. Needs `maxAge` of at least a year and `includeSubDomains`.
-   * Default `false`.
+   *
+   * @default false
    */
   readonly preload?: boolean;
 }
@@ -33,51 +54,104 @@ export type ReferrerPolicyToken =
 /**
  * Options of `securityHeaders`. Every header can be set to `false` to leave it
  * out; a header the downstream handler already set is never overwritten.
+ * `SECURITY_HEADERS_DEFAULTS` holds every default.
+ *
+ * @example
+ * ```ts
+ * import { newHandler, securityHeaders } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   headers: securityHeaders({
+ *     xFrameOptions: "DENY",
+ *     referrerPolicy: "strict-origin-when-cross-origin",
+ *     permissionsPolicy: { camera: [], geolocation: ["self"] },
+ *     trustForwardedProto: true, // TLS ends at a proxy that sets X-Forwarded-Proto
+ *   }),
+ *   authorization,
+ * });
+ * ```
  */
 export interface SecurityHeadersOptions {
   /**
-   * `Content-Security-Policy`. Default: `DEFAULT_CSP_DIRECTIVES`, no nonce,
-   * enforced (not report-only).
+   * `Content-Security-Policy`.
+   *
+   * @default { useDefaults: true, nonce: false, reportOnly: false } (`DEFAULT_CSP_DIRECTIVES`, enforced)
    */
   readonly contentSecurityPolicy?: ContentSecurityPolicyOptions | false;
   /**
    * `Strict-Transport-Security`, sent only on requests served over HTTPS.
-   * Default `max-age=31536000; includeSubDomains` (no `preload`).
+   *
+   * @default { maxAge: 31_536_000, includeSubDomains: true, preload: false } (`max-age=31536000; includeSubDomains`)
    */
   readonly strictTransportSecurity?: StrictTransportSecurityOptions | false;
   /**
    * Treat a request as HTTPS when the last `X-Forwarded-Proto` value (the one
    * the nearest proxy wrote) is `https`. Turn on only behind a proxy that sets
    * that header; otherwise a client could claim HTTPS. Governs HSTS and the
-   * default `upgrade-insecure-requests`. Default `false`: only the scheme of
-   * `request.url` counts.
+   * default `upgrade-insecure-requests`.
+   *
+   * @default false (only the scheme of `request.url` counts)
    */
   readonly trustForwardedProto?: boolean;
-  /** `X-Content-Type-Options: nosniff`. Default `true`. */
+  /**
+   * `X-Content-Type-Options: nosniff`.
+   *
+   * @default true
+   */
   readonly xContentTypeOptions?: boolean;
-  /** `X-Frame-Options`, for browsers without CSP `frame-ancestors`. Default `"SAMEORIGIN"`. */
+  /**
+   * `X-Frame-Options`, for browsers without CSP `frame-ancestors`.
+   *
+   * @default "SAMEORIGIN"
+   */
   readonly xFrameOptions?: "SAMEORIGIN" | "DENY" | false;
-  /** `Referrer-Policy`; a list gives fallbacks, last preferred. Default `"no-referrer"`. */
+  /**
+   * `Referrer-Policy`; a list gives fallbacks, last preferred.
+   *
+   * @default "no-referrer"
+   */
   readonly referrerPolicy?: ReferrerPolicyToken | readonly ReferrerPolicyToken[] | false;
-  /** `Cross-Origin-Opener-Policy`. Default `"same-origin"`. */
+  /**
+   * `Cross-Origin-Opener-Policy`.
+   *
+   * @default "same-origin"
+   */
   readonly crossOriginOpenerPolicy?:
     | "same-origin"
     | "same-origin-allow-popups"
     | "noopener-allow-popups"
     | "unsafe-none"
     | false;
-  /** `Cross-Origin-Resource-Policy`. Default `"same-origin"`. */
+  /**
+   * `Cross-Origin-Resource-Policy`.
+   *
+   * @default "same-origin"
+   */
   readonly crossOriginResourcePolicy?: "same-origin" | "same-site" | "cross-origin" | false;
   /**
-   * `Cross-Origin-Embedder-Policy`. Default `false` (not sent): `require-corp`
+   * `Cross-Origin-Embedder-Policy`. Off by default because `require-corp`
    * breaks every cross-origin image or script that does not opt in.
+   *
+   * @default false (not sent)
    */
   readonly crossOriginEmbedderPolicy?: "require-corp" | "credentialless" | "unsafe-none" | false;
-  /** `Origin-Agent-Cluster: ?1`. Default `true`. */
+  /**
+   * `Origin-Agent-Cluster: ?1`.
+   *
+   * @default true
+   */
   readonly originAgentCluster?: boolean;
-  /** `X-DNS-Prefetch-Control`. Default `"off"`. */
+  /**
+   * `X-DNS-Prefetch-Control`.
+   *
+   * @default "off"
+   */
   readonly xDnsPrefetchControl?: "off" | "on" | false;
-  /** `X-Permitted-Cross-Domain-Policies` (Adobe clients). Default `"none"`. */
+  /**
+   * `X-Permitted-Cross-Domain-Policies` (Adobe clients).
+   *
+   * @default "none"
+   */
   readonly xPermittedCrossDomainPolicies?:
     | "none"
     | "master-only"
@@ -86,10 +160,16 @@ export interface SecurityHeadersOptions {
     | false;
   /**
    * `X-XSS-Protection: 0`: turns off the legacy XSS auditor, which itself
-   * opened cross-site leaks. Only `"0"` is offered. Default `"0"`.
+   * opened cross-site leaks. Only `"0"` is offered.
+   *
+   * @default "0"
    */
   readonly xXssProtection?: "0" | false;
-  /** `Permissions-Policy`, as features and their allowlists. Default `false` (not sent). */
+  /**
+   * `Permissions-Policy`, as features and their allowlists.
+   *
+   * @default false (not sent)
+   */
   readonly permissionsPolicy?: PermissionsPolicyFeatures | false;
 }
 

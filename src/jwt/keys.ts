@@ -45,10 +45,30 @@ export interface SymmetricKeyInput {
 
 export type KeyInput = AsymmetricKeyInput | SymmetricKeyInput;
 
+/**
+ * Options of `importKeySet`.
+ *
+ * @example
+ * ```ts
+ * import { importKeySet } from "portcullis/jwt";
+ *
+ * const keys = await importKeySet({
+ *   keys: [
+ *     { kid: "2025-06", alg: "EdDSA", privateKey: newPrivatePem, publicKey: newPublicPem },
+ *     { kid: "2025-01", alg: "EdDSA", publicKey: oldPublicPem }, // retired: verifies only
+ *   ],
+ *   signingKid: "2025-06",
+ * });
+ * ```
+ */
 export interface KeySetOptions {
   /** Every key that verifies, the signing key included. */
   readonly keys: readonly KeyInput[];
-  /** The key new tokens are signed with. Default: the first key that can sign. */
+  /**
+   * The key new tokens are signed with; it must have a private half or secret.
+   *
+   * @default the first key in `keys` that can sign
+   */
   readonly signingKid?: string;
 }
 

@@ -16,6 +16,22 @@ export const REGISTERED_CLAIMS: readonly string[] = [
   "jti",
 ];
 
+/**
+ * Options of `jwtSigner`.
+ *
+ * @example
+ * ```ts
+ * import { generateKeySet, jwtSigner } from "portcullis/jwt";
+ *
+ * const sign = jwtSigner({
+ *   keys: await generateKeySet(),
+ *   typ: "example-access+jwt",
+ *   issuer: "https://api.example.com",
+ *   ttlSeconds: 600,
+ * });
+ * const { token } = await sign({ subject: "ada", audience: "https://api.example.com/api" });
+ * ```
+ */
 export interface JwtSignerOptions {
   /** The keys; tokens are signed with `keys.signingKey`. */
   readonly keys: KeySet;
@@ -23,9 +39,17 @@ export interface JwtSignerOptions {
   readonly typ: string;
   /** The `iss` claim: an absolute URL. */
   readonly issuer: string;
-  /** Lifetime when a call gives none. Default 120 s. */
+  /**
+   * Lifetime in seconds when a call gives none.
+   *
+   * @default 120
+   */
   readonly ttlSeconds?: number;
-  /** Milliseconds since the epoch. Default `Date.now`. */
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

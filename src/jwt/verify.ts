@@ -8,6 +8,22 @@ import type { JwtAlgorithm, KeySet } from "./keys.ts";
 /** The most clock skew a verifier may tolerate. */
 export const MAX_CLOCK_TOLERANCE_SECONDS = 30;
 
+/**
+ * Options of `jwtVerifier`.
+ *
+ * @example
+ * ```ts
+ * import { jwtVerifier } from "portcullis/jwt";
+ *
+ * const verify = jwtVerifier({
+ *   keys, // the same KeySet the signer uses, or its public keys
+ *   typ: "example-access+jwt",
+ *   issuer: "https://api.example.com",
+ *   clockToleranceSeconds: 10,
+ * });
+ * const { claims } = await verify(token, { audience: "https://api.example.com/api" });
+ * ```
+ */
 export interface JwtVerifierOptions {
   /** The keys a token's `kid` may name. */
   readonly keys: KeySet;
@@ -15,11 +31,23 @@ export interface JwtVerifierOptions {
   readonly typ: string;
   /** The exact `iss` claim required. */
   readonly issuer: string;
-  /** Skew allowed on `exp`, `nbf` and `iat`, 0-30. Default 5. */
+  /**
+   * Skew allowed on `exp`, `nbf` and `iat`, in seconds, 0-30.
+   *
+   * @default 5
+   */
   readonly clockToleranceSeconds?: number;
-  /** Longer tokens are refused before any parsing or cryptography. Default 8192. */
+  /**
+   * Longer tokens are refused before any parsing or cryptography (64 or more).
+   *
+   * @default 8192
+   */
   readonly maxTokenLength?: number;
-  /** Milliseconds since the epoch. Default `Date.now`. */
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

@@ -19,53 +19,120 @@ export interface LoginUser {
   readonly passwordHash: string;
 }
 
-/** Failed sign-in throttling, shared by every endpoint that takes the same `PasswordCredentials`. */
+/**
+ * Failed sign-in throttling, shared by every endpoint that takes the same
+ * `PasswordCredentials`: the `throttle` option of `passwordCredentials`.
+ *
+ * @example
+ * ```ts
+ * import { passwordCredentials } from "portcullis";
+ * import { RedisLoginAttemptStore } from "portcullis/stores/redis";
+ *
+ * const credentials = passwordCredentials({
+ *   findUser: (name) => users.get(name),
+ *   throttle: {
+ *     maxFailuresPerUser: 3,
+ *     windowMs: 30 * 60_000,
+ *     store: new RedisLoginAttemptStore({ client: redis }), // shared by every instance
+ *   },
+ * });
+ * ```
+ */
 export interface LoginThrottleOptions {
   /**
    * Password checks per username and window that may fail; beyond them the
    * username is refused (429) until the window ends. Checks still running
-   * count too, so concurrent guesses cannot overrun the budget. Default 5.
+   * count too, so concurrent guesses cannot overrun the budget.
+   *
+   * @default 5
    */
   readonly maxFailuresPerUser?: number;
-  /** The same budget per client (see `clientKey`). Default 20. */
+  /**
+   * The same budget per client (see `clientKey`).
+   *
+   * @default 20
+   */
   readonly maxFailuresPerClient?: number;
-  /** How long a counter lasts from its first attempt. Default 15 minutes. */
+  /**
+   * How long a counter lasts from its first attempt, in ms.
+   *
+   * @default 900_000 (15 minutes)
+   */
   readonly windowMs?: number;
   /**
-   * Default: a `MemoryLoginAttemptStore` (one process). Behind a load balancer
-   * use a shared one, such as `RedisLoginAttemptStore`, or each instance grants
-   * its own allowance.
+   * Where attempts are counted. Behind a load balancer use a shared store,
+   * such as `RedisLoginAttemptStore`, or each instance grants its own allowance.
+   *
+   * @default a new `MemoryLoginAttemptStore()` (one process)
    */
   readonly store?: LoginAttemptStore;
   /**
-   * Longest wait for one store call; past it the attempt is refused (503), as
-   * when the store fails. Bounds any store, whatever its own timeout. Default 1000.
+   * Longest wait for one store call, in ms; past it the attempt is refused
+   * (503), as when the store fails. Bounds any store, whatever its own timeout.
+   *
+   * @default 1000
    */
   readonly storeTimeoutMs?: number;
   /**
    * Told about every failure of the store. The attempt then answers 503 rather
-   * than going on unthrottled. Default: `console.error`.
+   * than going on unthrottled.
+   *
+   * @default console.error
    */
   readonly onStoreError?: (error: unknown) => void;
 }
 
-/** Options of `passwordCredentials`. */
+/**
+ * Options of `passwordCredentials`.
+ *
+ * @example
+ * ```ts
+ * import { basicAuth, createPasswordEncoder, login, passwordCredentials } from "portcullis";
+ *
+ * const encoder = createPasswordEncoder();
+ * const credentials = passwordCredentials({
+ *   findUser: (name) => users.get(name),
+ *   passwordEncoder: encoder,
+ *   onPasswordUpgrade: (user, passwordHash) => db.setPasswordHash(user.name, passwordHash),
+ * });
+ * // One object for both, so form logins and Basic guesses share one budget.
+ * const endpoints = login({ credentials });
+ * const apiClients = basicAuth({ credentials, required: false });
+ * ```
+ */
 export interface PasswordCredentialsOptions {
   /** Looks a user up by the presented username; `undefined` when there is none. */
   readonly findUser: (username: string) => LoginUser | undefined | Promise<LoginUser | undefined>;
-  /** Default: `createPasswordEncoder()` (scrypt, also verifies PBKDF2-SHA256 hashes). */
+  /**
+   * Hashes and verifies passwords. Give it the encoder your user table's hashes were made with.
+   *
+   * @default createPasswordEncoder() (scrypt, also verifies PBKDF2-SHA256 hashes)
+   */
   readonly passwordEncoder?: PasswordEncoder;
-  /** Called after a successful check whose stored hash is outdated, with a fresh hash to store. */
+  /**
+   * Called after a successful check whose stored hash is outdated, with a fresh hash to store.
+   *
+   * @default none — outdated hashes are left as they are
+   */
   readonly onPasswordUpgrade?: (user: LoginUser, passwordHash: string) => void | Promise<void>;
-  /** Failed sign-in throttling; `false` turns it off. Default on, with the defaults of `LoginThrottleOptions`. */
+  /**
+   * Failed sign-in throttling; `false` turns it off.
+   *
+   * @default on, with the defaults of `LoginThrottleOptions`
+   */
   readonly throttle?: LoginThrottleOptions | false;
   /**
    * The client a request counts against, for the per-client budget; `undefined`
-   * for none. Default: the client address the chain resolved, IPv6 grouped by
-   * /56 (one subscriber's network), IPv4 per address.
+   * for none.
+   *
+   * @default the client address the chain resolved, IPv6 grouped by /56 (one subscriber's network), IPv4 per address
    */
   readonly clientKey?: (request: Request) => string | undefined;
-  /** Clock, for tests. Default `Date.now`. */
+  /**
+   * Clock, for tests.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

@@ -18,23 +18,62 @@ import {
 } from "./credentials.ts";
 import { LoginEndpoint } from "./endpoint.ts";
 
+/**
+ * Options of `login`.
+ *
+ * @example
+ * ```ts
+ * import { login, newHandler, passwordCredentials } from "portcullis";
+ *
+ * const credentials = passwordCredentials({ findUser: (name) => users.get(name) });
+ * const handler = newHandler(app.fetch, {
+ *   // Form posts are redirected; JSON clients still get 200, 401 and 204.
+ *   login: login({ credentials, successRedirect: "/", failureRedirect: "/login?failed" }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface LoginOptions {
   /**
    * The users, password encoder and failure throttle: `passwordCredentials({
    * findUser })`. Give `basicAuth` the same object, so both share one budget.
    */
   readonly credentials: PasswordCredentials;
-  /** Default `"/login"`. */
+  /**
+   * Where `POST` signs in.
+   *
+   * @default "/login"
+   */
   readonly loginPath?: string;
-  /** Default `"/logout"`. */
+  /**
+   * Where `POST` signs out.
+   *
+   * @default "/logout"
+   */
   readonly logoutPath?: string;
-  /** Where a browser form login goes on success (303); JSON clients get 200 JSON. Default none: 200 JSON for all. */
+  /**
+   * Where a browser form login goes on success (303); JSON clients get 200 JSON.
+   *
+   * @default none — 200 JSON for all
+   */
   readonly successRedirect?: string;
-  /** Where a failed browser form login goes (303). Default none: 401 problem details. */
+  /**
+   * Where a failed browser form login goes (303).
+   *
+   * @default none — 401 problem details
+   */
   readonly failureRedirect?: string;
-  /** Where a browser form logout goes (303). Default none: 204. */
+  /**
+   * Where a browser form logout goes (303).
+   *
+   * @default none — 204
+   */
   readonly logoutRedirect?: string;
-  /** Largest login body accepted (413 beyond). Default 8 KiB. */
+  /**
+   * Largest login body accepted, in bytes (413 beyond).
+   *
+   * @default 8192 (8 KiB)
+   */
   readonly maxBodyBytes?: number;
 }
 

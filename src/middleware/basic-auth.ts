@@ -14,6 +14,20 @@ import {
   refusedResponse,
 } from "../login/credentials.ts";
 
+/**
+ * Options of `basicAuth`.
+ *
+ * @example
+ * ```ts
+ * import { basicAuth, newHandler } from "portcullis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   // An authenticator: API clients may send Basic, browsers keep their session.
+ *   authentication: basicAuth({ credentials, realm: "api", required: false }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface BasicAuthOptions {
   /**
    * The users, password encoder and failure throttle:
@@ -21,16 +35,22 @@ export interface BasicAuthOptions {
    * guesses and form logins spend one per-user and per-client budget.
    */
   readonly credentials: PasswordCredentials;
-  /** Realm in the `WWW-Authenticate` challenge. Default `"portcullis"`. */
+  /**
+   * Realm in the `WWW-Authenticate` challenge.
+   *
+   * @default "portcullis"
+   */
   readonly realm?: string;
   /**
-   * `true` (default): a guard; requests without valid Basic credentials get 401.
+   * `true`: a guard; requests without valid Basic credentials get 401.
    * `false`: an authenticator in the chain; requests without a Basic
    * `Authorization` header go on (anonymous, or as a session made them), while
    * wrong or malformed Basic credentials still get 401. In this mode the Basic
    * challenge is not offered to browser page navigations (`Sec-Fetch-Mode:
    * navigate`), so a site that signs users in with a form does not pop up the
    * browser's Basic dialog on every 401.
+   *
+   * @default true
    */
   readonly required?: boolean;
 }

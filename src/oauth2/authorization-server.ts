@@ -69,6 +69,34 @@ export interface AuthorizationServerPaths {
   readonly jwks?: string;
 }
 
+/**
+ * Options of `authorizationServer`.
+ *
+ * @example
+ * ```ts
+ * import { generateKeySet, jwtSigner } from "portcullis/jwt";
+ * import {
+ *   authorizationServer,
+ *   DeviceAuthorizationService,
+ *   MemoryClientStore,
+ * } from "portcullis/oauth2";
+ *
+ * const issuer = "https://api.example.com";
+ * const keys = await generateKeySet();
+ * const sign = jwtSigner({ keys, typ: "example-access+jwt", issuer, ttlSeconds: 600 });
+ * const oauth = authorizationServer({
+ *   issuer,
+ *   service: new DeviceAuthorizationService({ verificationUri: `${issuer}/device` }),
+ *   clients: new MemoryClientStore(),
+ *   keys, // publishes the JWKS at /.well-known/jwks.json
+ *   scopes: ["profile", "playback"],
+ *   issueAccessToken: async ({ subject, scope }) => {
+ *     const { token } = await sign({ subject, audience: `${issuer}/api`, claims: { scope: scope.join(" ") } });
+ *     return { accessToken: token, expiresIn: 600 };
+ *   },
+ * });
+ * ```
+ */
 export interface AuthorizationServerOptions {
   /** The issuer identifier: an https URL (http only on loopback); every published URL is built from it. */
   readonly issuer: string;
@@ -78,20 +106,53 @@ export interface AuthorizationServerOptions {
   readonly scopes: ScopePolicy;
   /** Mints the token when an approved device code is polled. */
   readonly issueAccessToken: AccessTokenIssuer;
-  /** Serves `grant_type=client_credentials`; without it that grant is unsupported. */
+  /**
+   * Serves `grant_type=client_credentials`.
+   *
+   * @default none — that grant is unsupported (`unsupported_grant_type`)
+   */
   readonly clientCredentials?: ClientCredentialsHandler;
-  /** Runs after `begin`, e.g. to record what the client asked for. */
+  /**
+   * Runs after `begin`, e.g. to record what the client asked for.
+   *
+   * @default none — nothing runs
+   */
   readonly onDeviceAuthorization?: DeviceAuthorizationListener;
-  /** Public keys published at the JWKS path. */
+  /**
+   * Public keys published at the JWKS path.
+   *
+   * @default none — no JWKS endpoint and no `jwks_uri` in the metadata
+   */
   readonly keys?: KeySet;
-  /** Accept clients with no secret (a bare `client_id`). Default false. */
+  /**
+   * Accept clients with no secret (a bare `client_id`).
+   *
+   * @default false
+   */
   readonly publicClients?: boolean;
+  /**
+   * Where each endpoint is served, on the issuer's origin; only the ones given change.
+   *
+   * @default { deviceAuthorization: "/oauth/device_authorization", token: "/oauth/token", jwks: "/.well-known/jwks.json" }
+   */
   readonly paths?: AuthorizationServerPaths;
-  /** Largest form body read. Default 8192. */
+  /**
+   * Largest form body read, in bytes (512 or more; 413 beyond).
+   *
+   * @default 8192
+   */
   readonly maxBodyBytes?: number;
-  /** A client store call not answered within this fails (503). Default 1000. */
+  /**
+   * A client store call not answered within this many ms fails (503).
+   *
+   * @default 1000
+   */
   readonly storeTimeoutMs?: number;
-  /** Told about unexpected failures (answered 500). Default `console.error`. */
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
   readonly onError?: (error: unknown, request: Request) => void;
 }
 

@@ -124,8 +124,23 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
   });
 }
 
+/**
+ * Options of `MemoryClientStore`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryClientStore } from "portcullis/oauth2";
+ *
+ * const clients = new MemoryClientStore({ maxEntries: 100 });
+ * await clients.register({ clientId: "tv-app", secret: tvAppSecret, name: "Living-room TV" });
+ * ```
+ */
 export interface MemoryClientStoreOptions {
-  /** Most clients held; registering one more throws rather than forget one. Default 10 000. */
+  /**
+   * Most clients held; registering one more throws rather than forget one.
+   *
+   * @default 10_000
+   */
   readonly maxEntries?: number;
 }
 

@@ -17,16 +17,44 @@ export type DeviceApproveResult =
       readonly outcome: { readonly ok: false; readonly reason: "invalid_request" };
     };
 
+/**
+ * Options of `deviceApproveHandler`.
+ *
+ * @example
+ * ```ts
+ * import { deviceApproveHandler } from "portcullis/oauth2";
+ *
+ * const approve = deviceApproveHandler({
+ *   service, // the DeviceAuthorizationService the authorization server uses
+ *   respond: ({ action, outcome }) =>
+ *     outcome.ok
+ *       ? new Response(action === "approve" ? "Your TV is signed in." : "Denied.")
+ *       : new Response("That code did not work.", { status: 400 }),
+ * });
+ * ```
+ */
 export interface DeviceApproveOptions {
   readonly service: DeviceAuthorizationService;
-  /** Builds the page answering the post. Default: a minimal HTML page with the right status. */
+  /**
+   * Builds the page answering the post.
+   *
+   * @default a minimal HTML page with the right status
+   */
   readonly respond?: (
     result: DeviceApproveResult,
     request: Request,
   ) => Response | Promise<Response>;
-  /** Largest form body read. Default 8192. */
+  /**
+   * Largest form body read, in bytes (512 or more).
+   *
+   * @default 8192
+   */
   readonly maxBodyBytes?: number;
-  /** Told about unexpected failures (answered 500). Default `console.error`. */
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
   readonly onError?: (error: unknown, request: Request) => void;
 }
 

@@ -27,35 +27,112 @@ import type { DeviceAuthorizationResponseBody } from "./wire.ts";
 /** RFC 8628 §3.5: each `slow_down` adds five seconds to the interval. */
 export const SLOW_DOWN_MS = 5_000;
 
+/**
+ * How many wrong user codes approvers may enter: the `userCodeAttempts`
+ * option of `DeviceAuthorizationService`. Past either budget even the right
+ * code is refused (429) until the window ends.
+ *
+ * @example
+ * ```ts
+ * import { DeviceAuthorizationService } from "portcullis/oauth2";
+ * import { RedisLoginAttemptStore } from "portcullis/stores/redis";
+ *
+ * const service = new DeviceAuthorizationService({
+ *   verificationUri: "https://api.example.com/device",
+ *   userCodeAttempts: {
+ *     perApprover: 3,
+ *     store: new RedisLoginAttemptStore({ client: redis, prefix: "portcullis:usercodes:" }),
+ *   },
+ * });
+ * ```
+ */
 export interface UserCodeAttemptOptions {
-  /** Where wrong entries are counted. Default a `MemoryLoginAttemptStore`. */
+  /**
+   * Where wrong entries are counted; use a shared store for several instances.
+   *
+   * @default a new `MemoryLoginAttemptStore()`
+   */
   readonly store?: LoginAttemptStore;
-  /** Wrong user codes one approver may enter per window. Default 5. */
+  /**
+   * Wrong user codes one approver may enter per window (1 to 1000).
+   *
+   * @default 5
+   */
   readonly perApprover?: number;
   /**
    * Wrong user codes all approvers together may enter per window, bounding the
-   * chance that guessing hits any live code. Default 1000.
+   * chance that guessing hits any live code.
+   *
+   * @default 1000
    */
   readonly overall?: number;
-  /** Default 15 minutes. */
+  /**
+   * How long the counts last, in ms (1 s to 24 h).
+   *
+   * @default 900_000 (15 minutes)
+   */
   readonly windowMs?: number;
 }
 
+/**
+ * Options of `DeviceAuthorizationService`.
+ *
+ * @example
+ * ```ts
+ * import { DeviceAuthorizationService } from "portcullis/oauth2";
+ * import { RedisDeviceCodeStore } from "portcullis/stores/redis";
+ *
+ * const service = new DeviceAuthorizationService({
+ *   verificationUri: "https://api.example.com/device",
+ *   store: new RedisDeviceCodeStore({ client: redis }), // shared by every instance
+ *   lifetimeSeconds: 900,
+ * });
+ * ```
+ */
 export interface DeviceAuthorizationServiceOptions {
   /** The absolute URL of the page where humans enter user codes. */
   readonly verificationUri: string;
-  /** Default `new MemoryDeviceCodeStore()`. */
+  /**
+   * Where device codes live; use a shared store for several instances.
+   *
+   * @default a new `MemoryDeviceCodeStore()`
+   */
   readonly store?: DeviceCodeStore;
-  /** How long a device code lives. Default 600. */
+  /**
+   * How long a device code lives, in seconds (1 to 86 400).
+   *
+   * @default 600
+   */
   readonly lifetimeSeconds?: number;
-  /** The polling interval handed out, at least 1. Default 5. */
+  /**
+   * The polling interval handed out, in seconds (1 to 300).
+   *
+   * @default 5
+   */
   readonly intervalSeconds?: number;
+  /**
+   * How many wrong user codes approvers may enter.
+   *
+   * @default { perApprover: 5, overall: 1000, windowMs: 900_000 } (memory store)
+   */
   readonly userCodeAttempts?: UserCodeAttemptOptions;
-  /** A store call not answered within this fails (503). Default 1000. */
+  /**
+   * A store call not answered within this many ms fails (503).
+   *
+   * @default 1000
+   */
   readonly storeTimeoutMs?: number;
-  /** Told about store failures. Default: `console.error`, at most every 10 s. */
+  /**
+   * Told about store failures.
+   *
+   * @default console.error, at most once every 10 s
+   */
   readonly onStoreError?: (error: unknown) => void;
-  /** Milliseconds since the epoch. Default `Date.now`. */
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

@@ -69,10 +69,31 @@ export interface DeviceCodeStore {
   ): Promise<PollOutcome>;
 }
 
+/**
+ * Options of `MemoryDeviceCodeStore`.
+ *
+ * @example
+ * ```ts
+ * import { DeviceAuthorizationService, MemoryDeviceCodeStore } from "portcullis/oauth2";
+ *
+ * const service = new DeviceAuthorizationService({
+ *   verificationUri: "https://api.example.com/device",
+ *   store: new MemoryDeviceCodeStore({ maxEntries: 1000, maxPendingPerClient: 2 }),
+ * });
+ * ```
+ */
 export interface MemoryDeviceCodeStoreOptions {
-  /** Most records held; past it `create` answers `full` rather than drop a live one. Default 10 000. */
+  /**
+   * Most records held; past it `create` answers `full` rather than drop a live one.
+   *
+   * @default 10_000
+   */
   readonly maxEntries?: number;
-  /** Most live pending records per client; a new one supersedes that client's oldest. Default 5. */
+  /**
+   * Most live pending records per client; a new one supersedes that client's oldest.
+   *
+   * @default 5
+   */
   readonly maxPendingPerClient?: number;
 }
 

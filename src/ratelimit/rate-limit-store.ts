@@ -24,15 +24,30 @@ export interface RateLimitStore {
   reset(key: string): Promise<void>;
 }
 
+/**
+ * Options of `MemoryRateLimitStore`.
+ *
+ * @example
+ * ```ts
+ * import { MemoryRateLimitStore, rateLimit } from "portcullis";
+ *
+ * const limits = rateLimit({
+ *   rules: [{ name: "api", match: "/api/**", limit: 100, windowMs: 60_000 }],
+ *   store: new MemoryRateLimitStore({ maxEntries: 100_000 }), // many distinct clients
+ * });
+ * ```
+ */
 export interface MemoryRateLimitStoreOptions {
   /**
-   * Most counters held. Default 10 000. Past it a counter is dropped: first an
+   * Most counters held. Past it a counter is dropped: first an
    * expired one, then one seen only once (the oldest), and only when no such
    * counter is left the least recently used of those seen again. A flood of
    * distinct keys (addresses hit once each) therefore churns among itself and
    * cannot push out the counter of a client that keeps coming back. A dropped
    * client starts over with a fresh quota: size it above the number of
    * distinct clients active within your longest window.
+   *
+   * @default 10_000
    */
   readonly maxEntries?: number;
 }

@@ -61,33 +61,76 @@ export interface RateLimitRule {
   readonly key?: RateLimitKey;
 }
 
+/**
+ * Options of `rateLimit`.
+ *
+ * @example
+ * ```ts
+ * import { newHandler, rateLimit } from "portcullis";
+ * import { RedisRateLimitStore } from "portcullis/stores/redis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   rateLimit: rateLimit({
+ *     rules: [
+ *       { name: "login", match: "/login", methods: ["POST"], limit: 10, windowMs: 60_000 },
+ *       { name: "api", match: "/api/**", limit: 600, windowMs: 60_000, key: "principal" },
+ *     ],
+ *     store: new RedisRateLimitStore({ client: redis }), // shared by every instance
+ *   }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface RateLimitOptions extends ClientAddressOptions {
   /** The quotas, at least one. A rule without `match` and `methods` is a global default. */
   readonly rules: readonly RateLimitRule[];
-  /** Default: a `MemoryRateLimitStore` with its defaults (process-local). */
+  /**
+   * Where the counters live; use a shared store, such as `RedisRateLimitStore`,
+   * behind a load balancer.
+   *
+   * @default a new `MemoryRateLimitStore()` with its defaults (process-local)
+   */
   readonly store?: RateLimitStore;
   /**
-   * IPv6 clients are keyed by this network prefix, 0..128. Default 56: a home or
-   * office is usually delegated a /56 (at least a /64), and every address in it
-   * is one client's to rotate through.
+   * IPv6 clients are keyed by this network prefix, 0..128. A home or office is
+   * usually delegated a /56 (at least a /64), and every address in it is one
+   * client's to rotate through.
+   *
+   * @default 56
    */
   readonly ipv6Prefix?: number;
-  /** IPv4 clients are keyed by this prefix, 0..32. Default 32 (one address). */
+  /**
+   * IPv4 clients are keyed by this prefix, 0..32.
+   *
+   * @default 32 (one address)
+   */
   readonly ipv4Prefix?: number;
   /**
    * Add the `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-11)
-   * to allowed responses, where the downstream has not set them. Default `true`.
+   * to allowed responses, where the downstream has not set them.
    * 429 answers carry `Retry-After` either way.
+   *
+   * @default true
    */
   readonly headers?: boolean;
   /**
-   * When the store fails: `false` (default) answers 503, so an outage of the
-   * store never lifts the limits; `true` lets the request through uncounted.
+   * When the store fails: `false` answers 503, so an outage of the store never
+   * lifts the limits; `true` lets the request through uncounted.
+   *
+   * @default false
    */
   readonly failOpen?: boolean;
-  /** Told about every store failure. Default: `console.error`. */
+  /**
+   * Told about every store failure.
+   *
+   * @default console.error
+   */
   readonly onStoreError?: (error: unknown, request: Request) => void;
-  /** Clock in milliseconds. Default `Date.now`. */
+  /**
+   * Clock in milliseconds.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 
@@ -121,17 +164,6 @@ const MAX_KEY_PART = 200;
 const encoder = new TextEncoder();
 
 /**
- * Rate limiting, leg 3 of the chain. Every rule covering the request counts it
- * (all at once, against `store`); if any rule is exhausted the request gets a
- * 429 problem with `Retry-After` and the downstream never runs.
- *
- * The client address comes from `resolveClientAddress`: with `trustProxy` or
- * `forwardedHeader` given here, resolved with them; otherwise the address an
- * earlier leg resolved, or the socket peer. Requests whose address is unknown
- * (nothing bound, malformed) share one counter per rule: they are limited
- * together rather than not at all.
- */
-/**
  * Where a `rateLimit` leg with `"principal"` rules runs in the chain: the
  * principal is only known after the session lookup and the authenticators,
  * so those rules are counted there and the others before the session.
@@ -149,6 +181,17 @@ export type RateLimitLeg = Middleware & {
   readonly placement?: RateLimitPlacement;
 };
 
+/**
+ * Rate limiting, leg 3 of the chain. Every rule covering the request counts it
+ * (all at once, against `store`); if any rule is exhausted the request gets a
+ * 429 problem with `Retry-After` and the downstream never runs.
+ *
+ * The client address comes from `resolveClientAddress`: with `trustProxy` or
+ * `forwardedHeader` given here, resolved with them; otherwise the address an
+ * earlier leg resolved, or the socket peer. Requests whose address is unknown
+ * (nothing bound, malformed) share one counter per rule: they are limited
+ * together rather than not at all.
+ */
 export function rateLimit(options: RateLimitOptions): RateLimitLeg {
   if (typeof options !== "object" || options === null)
     throw new InvalidOptionsError("rateLimit needs an options object");

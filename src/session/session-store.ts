@@ -42,10 +42,28 @@ export interface SessionStore {
   delete(id: string): Promise<boolean>;
 }
 
+/**
+ * Options of `MemorySessionStore`.
+ *
+ * @example
+ * ```ts
+ * import { MemorySessionStore, sessions } from "portcullis";
+ *
+ * const session = sessions({ store: new MemorySessionStore({ maxEntries: 50_000 }) });
+ * ```
+ */
 export interface MemorySessionStoreOptions {
-  /** Most sessions held; past it the least recently written is dropped, anonymous ones first. Default 10 000. */
+  /**
+   * Most sessions held; past it the least recently written is dropped, anonymous ones first.
+   *
+   * @default 10_000
+   */
   readonly maxEntries?: number;
-  /** Clock, for tests. Default `Date.now`. */
+  /**
+   * Clock, for tests.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

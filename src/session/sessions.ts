@@ -18,46 +18,96 @@ import { warnOnce } from "../core/warning.ts";
 import { SESSION, SESSION_ID, Session, type SessionRuntime, ttlOf } from "./session.ts";
 import { MemorySessionStore, type SessionStore } from "./session-store.ts";
 
+/**
+ * Options of `sessions`.
+ *
+ * @example
+ * ```ts
+ * import { newHandler, sessions } from "portcullis";
+ * import { RedisSessionStore } from "portcullis/stores/redis";
+ *
+ * const handler = newHandler(app.fetch, {
+ *   session: sessions({
+ *     store: new RedisSessionStore({ client: redis }), // shared by every instance
+ *     idleTimeoutMs: 15 * 60_000,
+ *     sameSite: "Strict",
+ *   }),
+ *   authorization,
+ * });
+ * ```
+ */
 export interface SessionOptions {
-  /** Where sessions live. Default: a `MemorySessionStore` (one process only). */
+  /**
+   * Where sessions live; use a shared store, such as `RedisSessionStore`,
+   * behind a load balancer.
+   *
+   * @default a new `MemorySessionStore()` (one process only)
+   */
   readonly store?: SessionStore;
   /**
-   * Cookie name. Default `"__Host-portcullis-session"` when `secure`, else
-   * `"portcullis-session"` (browsers refuse `__Host-` cookies without `Secure`).
+   * Cookie name. Browsers refuse `__Host-` cookies without `Secure`, hence
+   * the other name when `secure` is off.
+   *
+   * @default "__Host-portcullis-session" when `secure`, else "portcullis-session"
    */
   readonly cookieName?: string;
-  /** `Secure` attribute. Default `true`; turn off only for plain-HTTP development on localhost. */
+  /**
+   * `Secure` attribute; turn off only for plain-HTTP development on localhost.
+   *
+   * @default true
+   */
   readonly secure?: boolean;
-  /** `SameSite` attribute. Default `"Lax"`. */
+  /**
+   * `SameSite` attribute.
+   *
+   * @default "Lax"
+   */
   readonly sameSite?: "Lax" | "Strict";
-  /** A signed-in session unused this long is over, enforced server-side. Default 30 minutes. */
+  /**
+   * A signed-in session unused this long (ms) is over, enforced server-side.
+   *
+   * @default 1_800_000 (30 minutes)
+   */
   readonly idleTimeoutMs?: number;
   /**
    * A stored session nobody is signed in to (data an application saved for a
-   * visitor) unused this long is over. Never longer than `idleTimeoutMs`.
-   * Default 15 minutes (or `idleTimeoutMs` when shorter).
+   * visitor) unused this long (ms) is over. Never longer than `idleTimeoutMs`.
+   *
+   * @default 900_000 (15 minutes), or `idleTimeoutMs` when that is shorter
    */
   readonly anonymousIdleTimeoutMs?: number;
-  /** A session older than this is over however busy it is. Default 8 hours. */
+  /**
+   * A session older than this (ms) is over however busy it is.
+   *
+   * @default 28_800_000 (8 hours)
+   */
   readonly absoluteTimeoutMs?: number;
   /**
-   * How often a request refreshes the last-access time in the store.
-   * Default min(60 s, anonymous idle timeout / 4).
+   * How often (ms) a request refreshes the last-access time in the store.
+   *
+   * @default min(60_000, anonymousIdleTimeoutMs / 4)
    */
   readonly touchIntervalMs?: number;
   /**
-   * Longest wait for one store call (read, refresh, save, delete); past it the
-   * request answers 503. Default 1000. The built-in `MemorySessionStore`
-   * answers at once and is not timed.
+   * Longest wait for one store call (read, refresh, save, delete), in ms; past
+   * it the request answers 503. The built-in `MemorySessionStore` answers at
+   * once and is not timed.
+   *
+   * @default 1000
    */
   readonly storeTimeoutMs?: number;
   /**
    * Told about every store failure and timeout (the request then answers 503).
-   * Default: `console.error`, at most once every 10 s, so an outage does not
-   * flood the log.
+   * Throttled so an outage does not flood the log.
+   *
+   * @default console.error, at most once every 10 s
    */
   readonly onStoreError?: (error: unknown) => void;
-  /** Clock, for tests. Default `Date.now`. */
+  /**
+   * Clock, for tests.
+   *
+   * @default Date.now
+   */
   readonly now?: () => number;
 }
 

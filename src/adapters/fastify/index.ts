@@ -11,7 +11,6 @@ import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 
 export type { AdapterOptions } from "../../node/chain-runner.ts";
 
-/** Options of the `fastifyPortcullis` plugin. */
 /**
  * Options of the `fastifyPortcullis` plugin.
  *

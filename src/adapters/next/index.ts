@@ -6,7 +6,6 @@ import { isPassThrough, passThroughResponse, toMiddleware } from "../../core/pas
 import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 
-/** Options of the Next.js adapters. */
 /**
  * Options of the Next.js adapter.
  *

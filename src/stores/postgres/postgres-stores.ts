@@ -16,10 +16,28 @@ export interface PostgresQueryable {
   ): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
 }
 
+/**
+ * Options of `PostgresGrantStore` and `PostgresReplayStore`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { migrate, PostgresGrantStore, PostgresReplayStore } from "portcullis/stores/postgres";
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, query_timeout: 2000 });
+ * await migrate(pool);
+ * const grants = new PostgresGrantStore({ pool, timeoutMs: 2000 });
+ * const replay = new PostgresReplayStore({ pool });
+ * ```
+ */
 export interface PostgresStoreOptions {
   /** A `pg.Pool`; the store never ends it. Give it `query_timeout` and `connectionTimeoutMillis` too. */
   readonly pool: PostgresQueryable;
-  /** A query not answered within this many milliseconds rejects (the request then answers 503). Default 1000. */
+  /**
+   * A query not answered within this many milliseconds rejects (the request then answers 503).
+   *
+   * @default 1000
+   */
   readonly timeoutMs?: number;
 }
 

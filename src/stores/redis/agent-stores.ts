@@ -153,8 +153,27 @@ if record.status == 'denied' then return cjson.encode({outcome = 'denied'}) end
 return cjson.encode({outcome = 'pending'})
 `);
 
+/**
+ * Options of `RedisDeviceCodeStore`.
+ *
+ * @example
+ * ```ts
+ * import { DeviceAuthorizationService } from "portcullis/oauth2";
+ * import { createRedisClient, RedisDeviceCodeStore } from "portcullis/stores/redis";
+ *
+ * const redis = await createRedisClient("redis://127.0.0.1:6379").connect();
+ * const service = new DeviceAuthorizationService({
+ *   verificationUri: "https://api.example.com/device",
+ *   store: new RedisDeviceCodeStore({ client: redis, maxPendingPerClient: 3 }),
+ * });
+ * ```
+ */
 export interface RedisDeviceCodeStoreOptions extends ScriptedStoreOptions {
-  /** Most live pending codes per client; a new one supersedes the oldest. Default 5. */
+  /**
+   * Most live pending codes per client; a new one supersedes the oldest.
+   *
+   * @default 5
+   */
   readonly maxPendingPerClient?: number;
 }
 

@@ -7,12 +7,36 @@ import {
   withTimeout,
 } from "./script.ts";
 
+/**
+ * Options of `RedisLoginAttemptStore`.
+ *
+ * @example
+ * ```ts
+ * import { passwordCredentials } from "portcullis";
+ * import { createRedisClient, RedisLoginAttemptStore } from "portcullis/stores/redis";
+ *
+ * const redis = await createRedisClient("redis://127.0.0.1:6379").connect();
+ * const credentials = passwordCredentials({
+ *   findUser: (name) => users.get(name),
+ *   throttle: { store: new RedisLoginAttemptStore({ client: redis, timeoutMs: 500 }) },
+ * });
+ * ```
+ */
 export interface RedisLoginAttemptStoreOptions {
   /** A connected node-redis v5 client; the store never connects or closes it. */
   readonly client: RedisScriptingClient;
-  /** Prepended to every counter key. Default `"portcullis:login:"`. */
+  /**
+   * Prepended to every counter key; give each use its own (wrong user codes:
+   * `"portcullis:usercodes:"`).
+   *
+   * @default "portcullis:login:"
+   */
   readonly prefix?: string;
-  /** A call Redis has not answered within this many milliseconds rejects. Default 1000. */
+  /**
+   * A call Redis has not answered within this many milliseconds rejects.
+   *
+   * @default 1000
+   */
   readonly timeoutMs?: number;
 }
 

@@ -9,15 +9,36 @@ import {
 
 export type { RedisScriptingClient } from "./script.ts";
 
+/**
+ * Options of `RedisRateLimitStore`.
+ *
+ * @example
+ * ```ts
+ * import { rateLimit } from "portcullis";
+ * import { createRedisClient, RedisRateLimitStore } from "portcullis/stores/redis";
+ *
+ * const redis = await createRedisClient("redis://127.0.0.1:6379").connect();
+ * const limits = rateLimit({
+ *   rules: [{ name: "api", match: "/api/**", limit: 100, windowMs: 60_000 }],
+ *   store: new RedisRateLimitStore({ client: redis, prefix: "myapp:ratelimit:" }),
+ * });
+ * ```
+ */
 export interface RedisRateLimitStoreOptions {
   /** A connected node-redis v5 client; the store never connects or closes it. */
   readonly client: RedisScriptingClient;
-  /** Prepended to every counter key. Default `"portcullis:ratelimit:"`. */
+  /**
+   * Prepended to every counter key.
+   *
+   * @default "portcullis:ratelimit:"
+   */
   readonly prefix?: string;
   /**
    * A hit that Redis has not answered within this many milliseconds rejects,
    * so the middleware's `failOpen` choice applies instead of requests hanging
-   * while the client waits to reconnect. Default 1000.
+   * while the client waits to reconnect.
+   *
+   * @default 1000
    */
   readonly timeoutMs?: number;
 }

@@ -44,18 +44,39 @@ export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return withDeadline(promise, ms, "Redis");
 }
 
-/** What the scripted Redis stores take: a client, a key prefix and a time limit. */
+/**
+ * What the scripted Redis stores take: a client, a key prefix and a time
+ * limit. Exported as `RedisStoreOptions`.
+ *
+ * @example
+ * ```ts
+ * import { createRedisClient, RedisGrantStore, RedisReplayStore } from "portcullis/stores/redis";
+ *
+ * const redis = await createRedisClient("redis://127.0.0.1:6379").connect();
+ * // On a Redis Cluster, a hash-tagged prefix keeps each store's keys in one slot.
+ * const replay = new RedisReplayStore({ client: redis, prefix: "{portcullis}:jti:" });
+ * const grants = new RedisGrantStore({ client: redis, timeoutMs: 500 });
+ * ```
+ */
 export interface ScriptedStoreOptions {
   /** A connected node-redis v5 client; the store never connects or closes it. */
   readonly client: RedisScriptingClient;
-  /** Prepended to every key the store writes. */
+  /**
+   * Prepended to every key the store writes.
+   *
+   * @default the store's own: "portcullis:jti:" (`RedisReplayStore`), "portcullis:grant:" (`RedisGrantStore`), "portcullis:pending:" (`RedisPendingRequestStore`), "portcullis:device:" (`RedisDeviceCodeStore`)
+   */
   readonly prefix?: string;
-  /** A call Redis has not answered within this many milliseconds rejects. Default 1000. */
+  /**
+   * A call Redis has not answered within this many milliseconds rejects.
+   *
+   * @default 1000
+   */
   readonly timeoutMs?: number;
   /**
-   * Told about the client's connection errors. Default: when the client has no
-   * `error` listener, one logging through `console.error` at most once every
-   * 10 s (see `guardRedisClient`).
+   * Told about the client's connection errors (see `guardRedisClient`).
+   *
+   * @default when the client has no `error` listener, one logging through console.error at most once every 10 s
    */
   readonly onError?: (error: unknown) => void;
 }

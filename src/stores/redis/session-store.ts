@@ -14,21 +14,41 @@ export interface RedisSessionClient extends RedisScriptingClient {
   ): Promise<unknown>;
 }
 
+/**
+ * Options of `RedisSessionStore`.
+ *
+ * @example
+ * ```ts
+ * import { sessions } from "portcullis";
+ * import { createRedisClient, RedisSessionStore } from "portcullis/stores/redis";
+ *
+ * const redis = await createRedisClient("redis://127.0.0.1:6379").connect();
+ * const session = sessions({
+ *   store: new RedisSessionStore({ client: redis, prefix: "myapp:session:" }),
+ * });
+ * ```
+ */
 export interface RedisSessionStoreOptions {
   /** A connected node-redis v5 client (see `createRedisClient`); the store never connects or closes it. */
   readonly client: RedisSessionClient;
-  /** Prefix of every key this store writes. Default `"portcullis:session:"`. */
+  /**
+   * Prefix of every key this store writes.
+   *
+   * @default "portcullis:session:"
+   */
   readonly prefix?: string;
   /**
    * A call Redis has not answered within this many milliseconds rejects, so
-   * the request answers 503 instead of waiting for Redis to come back. Default 1000.
+   * the request answers 503 instead of waiting for Redis to come back.
+   *
+   * @default 1000
    */
   readonly timeoutMs?: number;
   /**
-   * Told about the client's connection errors. Default: when the client has
-   * no `error` listener, one that logs through `console.error` at most once
-   * every 10 s is attached (without any, node-redis ends the process when
-   * Redis goes away).
+   * Told about the client's connection errors. Without any listener,
+   * node-redis ends the process when Redis goes away.
+   *
+   * @default when the client has no `error` listener, one logging through console.error at most once every 10 s
    */
   readonly onError?: (error: unknown) => void;
 }
