@@ -50,6 +50,29 @@ function optionsTypes(path: string): OptionsType[] {
           undocumented.push(member.name.getText(file));
       }
       found.push({ where: `${relative(SRC, path)} ${node.name.text}`, undocumented, hasExample });
+    } else if (
+      ts.isInterfaceDeclaration(node) &&
+      node.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
+    ) {
+      // Other exported shapes (paths, cookie attributes, client registrations) may name a
+      // default in prose; the reference shows it only through the tag.
+      const undocumented = node.members
+        .filter(
+          (member) =>
+            ts.isPropertySignature(member) &&
+            member.questionToken !== undefined &&
+            ts
+              .getJSDocCommentsAndTags(member)
+              .some((doc) => /\bDefaults?\b/.test(ts.getTextOfJSDocComment(doc.comment) ?? "")) &&
+            !ts.getJSDocTags(member).some((tag) => tag.tagName.text === "default"),
+        )
+        .map((member) => member.name?.getText(file) ?? "?");
+      if (undocumented.length > 0)
+        found.push({
+          where: `${relative(SRC, path)} ${node.name.text}`,
+          undocumented,
+          hasExample: true,
+        });
     }
     ts.forEachChild(node, visit);
   };

@@ -36,32 +36,40 @@ import { type AgentRuntime, emitter } from "./runtime.ts";
 import { capabilityTokens } from "./token.ts";
 
 export interface AgentAuthPaths {
-  /** Default `"/.well-known/agent-configuration"`. */
+  /** @default "/.well-known/agent-configuration" */
   readonly discovery?: string;
-  /** Default `"/capability/list"`. */
+  /** @default "/capability/list" */
   readonly capabilities?: string;
-  /** Default `"/capability/execute"`. */
+  /** @default "/capability/execute" */
   readonly execute?: string;
-  /** Default `"/oauth/device_authorization"`. */
+  /** @default "/oauth/device_authorization" */
   readonly deviceAuthorization?: string;
-  /** Default `"/oauth/token"`. */
+  /** @default "/oauth/token" */
   readonly token?: string;
-  /** Default `"/.well-known/jwks.json"`. */
+  /** @default "/.well-known/jwks.json" */
   readonly jwks?: string;
-  /** Your approval page, told to agents as `verification_uri`. Default `"/agent/approve"`. */
+  /**
+   * Your approval page, told to agents as `verification_uri`.
+   *
+   * @default "/agent/approve"
+   */
   readonly verification?: string;
 }
 
 export interface AgentAuthStores {
-  /** Default `MemoryGrantStore` (single instance only). */
+  /** @default MemoryGrantStore (single instance only) */
   readonly grants?: GrantStore;
-  /** Default `MemoryReplayStore` (single instance only). */
+  /** @default MemoryReplayStore (single instance only) */
   readonly replay?: ReplayStore;
-  /** Default `MemoryPendingRequestStore` (single instance only). */
+  /** @default MemoryPendingRequestStore (single instance only) */
   readonly pending?: PendingRequestStore;
-  /** Default `MemoryDeviceCodeStore` (single instance only). */
+  /** @default MemoryDeviceCodeStore (single instance only) */
   readonly deviceCodes?: DeviceCodeStore;
-  /** Wrong user-code entries. Default `MemoryLoginAttemptStore`. */
+  /**
+   * Wrong user-code entries.
+   *
+   * @default MemoryLoginAttemptStore
+   */
   readonly userCodeAttempts?: LoginAttemptStore;
 }
 

@@ -11,7 +11,11 @@ export interface RefreshTokenConfig {
 
 /** A narrower token than the grant allows, if wanted. */
 export interface RefreshRequest {
-  /** A subset of the grant's capabilities. Default: all of them. */
+  /**
+   * A subset of the grant's capabilities.
+   *
+   * @default all of them
+   */
   readonly capabilities?: readonly string[];
   /** The execute URL (default) or the `location` of a granted capability. */
   readonly audience?: string;

@@ -54,7 +54,7 @@ export interface MintInput {
   readonly principalId: string;
   readonly grantId: string;
   readonly capabilities: readonly string[];
-  /** Default the execute URL; a capability's `location` for `resolveSession`. */
+  /** @default the execute URL; a capability's `location` for `resolveSession` */
   readonly audience?: string;
 }
 

@@ -43,15 +43,15 @@ function skipSpaces(text: string, from: number, end: number): number {
 }
 
 export interface CookieAttributes {
-  /** Default `true`. */
+  /** @default true */
   readonly secure?: boolean;
-  /** Default `true`. */
+  /** @default true */
   readonly httpOnly?: boolean;
-  /** Default `"Lax"`. */
+  /** @default "Lax" */
   readonly sameSite?: "Strict" | "Lax" | "None";
-  /** Default `"/"`. */
+  /** @default "/" */
   readonly path?: string;
-  /** Default none (host-only); a cookie with the `__Host-` prefix cannot have one. */
+  /** @default none (host-only); a cookie with the `__Host-` prefix cannot have one */
   readonly domain?: string;
   /** Seconds; omitted means a browser-session cookie, `0` deletes. */
   readonly maxAge?: number;

@@ -14,10 +14,14 @@ const titles: Record<number, string> = {
 };
 
 export interface ProblemInit {
-  /** Short, generic, never containing secrets or input echoes. Defaults to the status text. */
+  /**
+   * Short, generic, never containing secrets or input echoes.
+   *
+   * @default the status text
+   */
   readonly title?: string;
   readonly detail?: string;
-  /** Defaults to `about:blank` (RFC 9457 §4.2.1). */
+  /** @default about:blank (RFC 9457 §4.2.1) */
   readonly type?: string;
   /** Extension members the problem type defines; they never override the standard ones. */
   readonly extensions?: Readonly<Record<string, unknown>>;

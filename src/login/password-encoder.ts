@@ -15,11 +15,23 @@ export interface PasswordEncoder {
 }
 
 export interface ScryptParameters {
-  /** log2 of the CPU/memory cost N. Default 15 (N = 32 768). */
+  /**
+   * log2 of the CPU/memory cost N.
+   *
+   * @default 15 (N = 32 768)
+   */
   readonly logN?: number;
-  /** Block size. Default 8. */
+  /**
+   * Block size.
+   *
+   * @default 8
+   */
   readonly r?: number;
-  /** Parallelism. Default 3 (with logN 15, the cost OWASP lists as a minimum). */
+  /**
+   * Parallelism.
+   *
+   * @default 3 (with logN 15, the cost OWASP lists as a minimum)
+   */
   readonly p?: number;
 }
 

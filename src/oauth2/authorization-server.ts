@@ -61,11 +61,11 @@ export type DeviceAuthorizationListener = (event: {
 }) => Promise<void>;
 
 export interface AuthorizationServerPaths {
-  /** Default `"/oauth/device_authorization"`. */
+  /** @default "/oauth/device_authorization" */
   readonly deviceAuthorization?: string;
-  /** Default `"/oauth/token"`. */
+  /** @default "/oauth/token" */
   readonly token?: string;
-  /** Default `"/.well-known/jwks.json"`; served only when `keys` is given. */
+  /** @default "/.well-known/jwks.json"; served only when `keys` is given */
   readonly jwks?: string;
 }
 

@@ -35,16 +35,20 @@ export interface ClientStore {
 
 export interface ClientRegistration {
   readonly clientId: string;
-  /** Default `"oauth2_client"`. */
+  /** @default "oauth2_client" */
   readonly kind?: ClientKind;
   readonly name?: string;
   /** At least 16 characters; give this or `secretHash`, or `public: true`. */
   readonly secret?: string;
   /** A hash made earlier by `hashClientSecret`. */
   readonly secretHash?: string;
-  /** A client with no secret. Default false. */
+  /**
+   * A client with no secret.
+   *
+   * @default false
+   */
   readonly public?: boolean;
-  /** Default: the device-code grant and `client_credentials`. */
+  /** @default the device-code grant and `client_credentials` */
   readonly grantTypes?: readonly GrantType[];
 }
 

@@ -33,30 +33,39 @@ export type RateLimitKey =
 export interface RateLimitRule {
   /**
    * Policy name in the `RateLimit` fields and part of the counter key, so rules
-   * never share counters. Letters, digits, `_`, `.`, `-`; unique. Default `rule<n>`
-   * (1-based position).
+   * never share counters. Letters, digits, `_`, `.`, `-`; unique.
+   *
+   * @default `rule<n>`, n its 1-based position
    */
   readonly name?: string;
   /**
    * Path pattern(s) (`authz.match` syntax: `*` one segment, `**` any depth)
-   * against the normalized request path. Default: every path.
+   * against the normalized request path.
+   *
+   * @default every path
    */
   readonly match?: string | readonly string[];
-  /** Methods counted (compared upper-cased). Default: every method. */
+  /**
+   * Methods counted (compared upper-cased).
+   *
+   * @default every method
+   */
   readonly methods?: readonly string[];
   /** Requests allowed per window: a positive integer. */
   readonly limit: number;
   /** Window length in milliseconds: a positive integer. */
   readonly windowMs: number;
-  /** Default `"sliding-window"`; see `RateLimitAlgorithm`. */
+  /** @default "sliding-window"; see `RateLimitAlgorithm` */
   readonly algorithm?: RateLimitAlgorithm;
   /**
-   * Default `"address"`: the client address, grouped by network (see
+   * `"address"`: the client address, grouped by network (see
    * `ipv6Prefix`). `"principal"`: the authenticated principal's name, falling
    * back to the address for anonymous requests. A function returns a key of
    * your own (an API key id, a tenant; not a secret), falling back to the
    * address when it returns `undefined`; one that throws is handled like a
    * store failure (see `failOpen`).
+   *
+   * @default "address"
    */
   readonly key?: RateLimitKey;
 }

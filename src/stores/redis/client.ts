@@ -50,12 +50,22 @@ export function guardRedisClient(client: unknown, onError?: (error: unknown) => 
 export interface RedisClientSetup {
   /**
    * Told about every connection error (each failed reconnection attempt
-   * included). Default: `console.error`, at most once every 10 s.
+   * included).
+   *
+   * @default console.error, at most once every 10 s
    */
   readonly onError?: (error: unknown) => void;
-  /** Longest wait for a connection to open, in milliseconds. Default 2000. */
+  /**
+   * Longest wait for a connection to open, in milliseconds.
+   *
+   * @default 2000
+   */
   readonly connectTimeoutMs?: number;
-  /** Longest pause between reconnection attempts, which never stop. Default 2000 ms. */
+  /**
+   * Longest pause between reconnection attempts, which never stop.
+   *
+   * @default 2000 ms
+   */
   readonly maxReconnectDelayMs?: number;
 }
 
