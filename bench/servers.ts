@@ -68,15 +68,24 @@ type Served =
   | { listening: number };
 type Serve = () => Promise<Served>;
 
-/** The full chain in front of a Fetch handler, on toNodeListener (what serveFetch serves). */
+/** A Fetch handler on serveFetch, as shipped (light responses) or with the runtime's own. */
+async function onServeFetch(
+  handler: (request: Request) => Response | Promise<Response>,
+  lightResponses: boolean,
+): Promise<Served> {
+  const { serveFetch } = await load("adapters/node/index.js");
+  const server = await serveFetch(handler, { port: 0, keepAliveTimeout: 60_000, lightResponses });
+  return { listening: (server.address() as AddressInfo).port };
+}
+
+/** The full chain in front of a Fetch handler, on serveFetch. */
 async function chainOnServeFetch(lightResponses: boolean): Promise<Served> {
-  const { toNodeListener } = await load("adapters/node/index.js");
   const { P, options, signIn } = await portcullis();
   const handler = P.newHandler(async (request: Request) => {
     if (request.method === "POST") await signIn(request);
     return okResponse();
   }, options);
-  return toNodeListener(handler, { lightResponses });
+  return onServeFetch(handler, lightResponses);
 }
 
 /** A Fastify app on its own server, as its users run it. */
@@ -105,15 +114,9 @@ const SERVERS: Record<string, Serve> = {
 
   "bare-fetch-hono-server": async () => ({ fetch: okResponse, hono: true }),
 
-  "bare-fetch-servefetch": async () => {
-    const { toNodeListener } = await load("adapters/node/index.js");
-    return toNodeListener(okResponse);
-  },
+  "bare-fetch-servefetch": () => onServeFetch(okResponse, true),
 
-  "bare-fetch-servefetch-light": async () => {
-    const { toNodeListener } = await load("adapters/node/index.js");
-    return toNodeListener(okResponse, { lightResponses: true });
-  },
+  "bare-fetch-servefetch-native": () => onServeFetch(okResponse, false),
 
   "portcullis-node": async () => {
     const { nodeListener } = await load("adapters/node/index.js");
@@ -124,9 +127,9 @@ const SERVERS: Record<string, Serve> = {
     });
   },
 
-  "portcullis-servefetch": () => chainOnServeFetch(false),
+  "portcullis-servefetch": () => chainOnServeFetch(true),
 
-  "portcullis-servefetch-light": () => chainOnServeFetch(true),
+  "portcullis-servefetch-native": () => chainOnServeFetch(false),
 
   "portcullis-express": async () => {
     const { default: express } = await import("express");

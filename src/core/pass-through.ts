@@ -9,8 +9,6 @@ import type { Middleware } from "./handler.ts";
 // keeps the status text; a leg that answers on its own, even after calling next, does not.
 const PASS_THROUGH = `portcullis-pass-${randomToken(12)}`;
 
-const FIELDS = Symbol("portcullis.passThroughFields");
-
 // The runtime's own constructor, captured before anything (such as @hono/node-server's serve())
 // puts another one in its place: answers built by either count as Responses.
 const RuntimeResponse = globalThis.Response;
@@ -20,31 +18,88 @@ export function isResponse(value: unknown): value is Response {
   return value instanceof RuntimeResponse || value instanceof Response;
 }
 
-// Its headers are a `FieldList`: the legs' dozen fields per request cost map writes, and the
-// adapter copies them onto the native response in one pass over the map.
-class PassThroughResponse extends RuntimeResponse {
-  readonly [FIELDS] = new FieldList();
+// The innermost answer costs two plain objects: the runtime's constructor (a `Headers`, the
+// status checks, on Node a body state) would cost more than several legs' work. It answers the
+// Response API itself (status, headers as a `FieldList` the adapter copies in one pass, a null
+// body); the body methods, which only a leg of someone else's might call, go to a real empty
+// Response made on first use. Nothing reaches the runtime's internal slots, so this holds on
+// every runtime.
+const FIELDS = Symbol("portcullis.passThroughFields");
+const REAL = Symbol("portcullis.passThroughReal");
 
-  constructor() {
-    super(null, { status: 200, statusText: PASS_THROUGH });
-  }
-
-  override clone(): Response {
-    const copy = new PassThroughResponse();
-    for (const [name, value] of this[FIELDS]) copy[FIELDS].append(name, value);
-    return copy;
-  }
+interface PassThrough {
+  readonly [FIELDS]: FieldList;
+  [REAL]: Response | undefined;
 }
 
-Object.defineProperty(PassThroughResponse.prototype, "headers", {
-  get(this: PassThroughResponse) {
-    return this[FIELDS];
+function fieldsOf(response: unknown): FieldList {
+  const fields = (response as Partial<PassThrough>)[FIELDS];
+  if (fields === undefined) throw new TypeError("Illegal invocation");
+  return fields;
+}
+
+function realOf(response: PassThrough): Response {
+  response[REAL] ??= new RuntimeResponse(null, {
+    status: 200,
+    statusText: PASS_THROUGH,
+    headers: fieldsOf(response),
+  });
+  return response[REAL];
+}
+
+class PassThroughResponse implements PassThrough {
+  readonly [FIELDS] = new FieldList();
+  [REAL]: Response | undefined = undefined;
+}
+
+const value = (get: (response: PassThrough) => unknown): PropertyDescriptor => ({
+  get(this: PassThrough) {
+    fieldsOf(this);
+    return get(this);
   },
+  configurable: true,
 });
+const bodyMethod = (name: "arrayBuffer" | "blob" | "bytes" | "formData" | "json" | "text") => ({
+  value(this: PassThrough) {
+    fieldsOf(this);
+    return (realOf(this) as unknown as Record<string, () => Promise<unknown>>)[name]?.();
+  },
+  writable: true,
+  configurable: true,
+});
+
+Object.setPrototypeOf(
+  PassThroughResponse.prototype,
+  Object.create(RuntimeResponse.prototype, {
+    status: value(() => 200),
+    statusText: value(() => PASS_THROUGH),
+    ok: value(() => true),
+    headers: value((response) => response[FIELDS]),
+    body: value(() => null),
+    bodyUsed: value(() => false),
+    type: value(() => "default"),
+    url: value(() => ""),
+    redirected: value(() => false),
+    ...Object.fromEntries(
+      (["arrayBuffer", "blob", "bytes", "formData", "json", "text"] as const)
+        .filter((name) => name in RuntimeResponse.prototype)
+        .map((name) => [name, bodyMethod(name)]),
+    ),
+    clone: {
+      value(this: PassThrough): Response {
+        const copy = new PassThroughResponse();
+        for (const [name, value] of fieldsOf(this)) copy[FIELDS].append(name, value);
+        return copy as unknown as Response;
+      },
+      writable: true,
+      configurable: true,
+    },
+  }),
+);
 
 /** The empty answer an adapter's innermost handler gives at once, for the legs to decorate. */
 export function passThroughResponse(): Response {
-  return new PassThroughResponse();
+  return new PassThroughResponse() as unknown as Response;
 }
 
 /** True for `passThroughResponse()` or a copy of it: the legs handed the pass back. */

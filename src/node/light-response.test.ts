@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { toNodeListener } from "../adapters/node/index.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
 import { LIGHT_RESPONSES, LightResponseClass as Light } from "./light-response.ts";
 
 /** Everything observable about a response, body included. */
@@ -148,5 +150,32 @@ describe.runIf(LIGHT_RESPONSES)("the light Response", () => {
       "LightResponse",
       true,
     ]);
+  });
+
+  it("is serveFetch's default, and off when asked", () => {
+    const constructorAfter = (options: string) => {
+      const script = `
+        import { serveFetch } from "./src/adapters/node/index.ts";
+        const server = await serveFetch(() => new Response("x"), { port: 0${options} });
+        const r = await fetch("http://127.0.0.1:" + server.address().port + "/");
+        console.log(JSON.stringify([globalThis.Response.name, await r.text()]));
+        server.close();
+      `;
+      const child = spawnSync(
+        process.execPath,
+        ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
+        { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname },
+      );
+      expect(child.stderr).toBe("");
+      return JSON.parse(child.stdout);
+    };
+    expect(constructorAfter("")).toEqual(["LightResponse", "x"]);
+    expect(constructorAfter(", lightResponses: false")).toEqual(["Response", "x"]);
+  });
+
+  it("takes only true or false", () => {
+    expect(() =>
+      toNodeListener(() => new Response(null), { lightResponses: "yes" as never }),
+    ).toThrow(InvalidOptionsError);
   });
 });

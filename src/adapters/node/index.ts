@@ -89,6 +89,8 @@ export function toNodeListener(
 ): RequestListener {
   if (typeof handler !== "function") throw new TypeError("toNodeListener needs a Fetch handler");
   rejectUnknownKeys("toNodeListener", options, ["onError", "lightResponses"]);
+  if (options.lightResponses !== undefined && typeof options.lightResponses !== "boolean")
+    throw new InvalidOptionsError("toNodeListener: lightResponses must be true or false");
   if (options.lightResponses === true) installLightResponses();
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
@@ -203,6 +205,15 @@ function closeAfterEarlyError(req: IncomingMessage, res: ServerResponse, status:
  */
 export interface ServeOptions extends FetchListenerOptions {
   /**
+   * As for `toNodeListener`, but on by default: `serveFetch` owns the
+   * process's server, as `@hono/node-server`'s `serve()` does, which makes the
+   * same choice. Pass `false` when something else in the process must see the
+   * runtime's own `Response` constructor.
+   *
+   * @default true
+   */
+  readonly lightResponses?: boolean;
+  /**
    * The port to listen on; `0` picks a free one.
    *
    * @default 3000
@@ -269,7 +280,7 @@ export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): P
     },
     toNodeListener(handler, {
       ...(options.onError === undefined ? {} : { onError: options.onError }),
-      ...(options.lightResponses === undefined ? {} : { lightResponses: options.lightResponses }),
+      lightResponses: options.lightResponses ?? true,
     }),
   );
   return new Promise((resolve, reject) => {
