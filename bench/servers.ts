@@ -98,6 +98,14 @@ async function fastifyListening(app: import("fastify").FastifyInstance): Promise
 const SERVERS: Record<string, Serve> = {
   "bare-node": async () => (_req, res) => ok(res),
 
+  "bare-express": async () => {
+    const { default: express } = await import("express");
+    const app = express();
+    app.disable("x-powered-by");
+    app.get(PATH, (_req, res) => ok(res));
+    return app as unknown as RequestListener;
+  },
+
   "bare-fastify": async () => {
     const { default: Fastify } = await import("fastify");
     const app = Fastify();

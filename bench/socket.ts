@@ -31,6 +31,7 @@ const CLK_TCK =
 
 const LABELS: Record<string, string> = {
   "bare-node": "bare node:http",
+  "bare-express": "bare Express",
   "bare-fastify": "bare Fastify",
   "bare-hono": "bare Hono on @hono/node-server",
   "bare-fetch-hono-server": "bare Fetch handler on @hono/node-server",

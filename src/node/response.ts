@@ -162,7 +162,9 @@ export async function pipeBody(
   }
 }
 
-const draining = new WeakSet<ServerResponse>();
+// A mark on the response rather than a WeakSet entry: a weak collection insertion per request
+// costs the garbage collector far more than a property (ephemerons are rescanned every scavenge).
+const DRAINING = Symbol("portcullis.drainingOutbox");
 
 /**
  * Makes `res` pick up response headers a leg queued after the chain returned
@@ -172,8 +174,9 @@ const draining = new WeakSet<ServerResponse>();
  * response; the wrapper is never removed, so wrappers added later keep working.
  */
 export function drainOutboxOnHead(res: ServerResponse, outbox: ResponseOutbox): void {
-  if (draining.has(res)) return;
-  draining.add(res);
+  const marked = res as ServerResponse & { [DRAINING]?: true };
+  if (marked[DRAINING]) return;
+  marked[DRAINING] = true;
   const writeHead = res.writeHead;
   let fired = false;
   const wrapped = function (this: ServerResponse, ...args: unknown[]) {
