@@ -184,7 +184,10 @@ function contenders(): string[] {
 }
 
 /** Ratio lines for the targets the project holds itself to. */
-function targets(ratio: (name: string, to: string) => string | undefined): void {
+function targets(
+  ratio: (name: string, to: string) => string | undefined,
+  title = "targets (median ratio [spread over rounds])",
+): void {
   const rows: [string, string, string, number][] = [
     ["full chain on nodeListener / bare node:http", "portcullis-node", "bare-node", 0.4],
     ["full chain on serveFetch / bare node:http", "portcullis-servefetch", "bare-node", 0.35],
@@ -193,7 +196,7 @@ function targets(ratio: (name: string, to: string) => string | undefined): void 
     ["full chain on Fastify / Fastify stack", "portcullis-fastify", "fastify-stack", 2.5],
     ["full chain on Hono / Hono stack", "portcullis-hono", "hono-stack", 2.5],
   ];
-  console.log("\ntargets (median ratio [spread over rounds])");
+  console.log(`\n${title}`);
   for (const [label, name, to, goal] of rows) {
     const value = ratio(name, to);
     if (value !== undefined) console.log(`  ${label.padEnd(46)} ${value}   (target >= ${goal})`);
@@ -334,7 +337,7 @@ async function instructions(): Promise<void> {
     const a = perRequest.get(name);
     const b = perRequest.get(to);
     return a === undefined || b === undefined ? undefined : fmt(b / a, 2);
-  });
+  }, "targets (ratio of instructions per request)");
 }
 
 /** Runs the over-the-socket comparison (or the instruction counts) and prints the tables. */
