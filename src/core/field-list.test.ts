@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { FieldList } from "./field-list.ts";
+import { CheckedFields, FieldList } from "./field-list.ts";
 import { isPassThrough, passThroughResponse } from "./pass-through.ts";
+import { setAbsent } from "./response.ts";
 
 type Operation = readonly ["set" | "append" | "delete" | "get" | "has", string, string?];
 
@@ -84,5 +85,38 @@ describe("the pass-through answer", () => {
   it("is told apart from a leg's own answer", () => {
     expect(isPassThrough(new Response(null, { status: 200 }))).toBe(false);
     expect(isPassThrough(new Response("body", passThroughResponse()))).toBe(false);
+  });
+});
+
+describe("CheckedFields and setAbsent", () => {
+  it("checks and normalizes once, and refuses what cannot be constant", () => {
+    const fields = new CheckedFields([["X-Frame-Options", " DENY "]]);
+    expect(fields.names).toEqual(["x-frame-options"]);
+    expect(fields.values).toEqual(["DENY"]);
+    expect(() => new CheckedFields([["bad name", "x"]])).toThrow(TypeError);
+    expect(() => new CheckedFields([["x-a", "a\r\nb"]])).toThrow(TypeError);
+    expect(() => new CheckedFields([["Set-Cookie", "a=1"]])).toThrow(TypeError);
+    expect(
+      () =>
+        new CheckedFields([
+          ["x-a", "1"],
+          ["X-A", "2"],
+        ]),
+    ).toThrow(TypeError);
+  });
+
+  it("adds only the fields the headers lack, on a FieldList and on the runtime's Headers", () => {
+    const fields = new CheckedFields([
+      ["x-frame-options", "DENY"],
+      ["referrer-policy", "no-referrer"],
+    ]);
+    for (const headers of [new FieldList(), new Headers()]) {
+      headers.set("X-Frame-Options", "SAMEORIGIN");
+      setAbsent(headers, fields);
+      expect([...headers]).toEqual([
+        ["referrer-policy", "no-referrer"],
+        ["x-frame-options", "SAMEORIGIN"],
+      ]);
+    }
   });
 });

@@ -107,6 +107,16 @@ export class FieldList extends Headers {
     return list;
   }
 
+  /** Adds each of `fields` this list does not hold yet; they were checked when made. */
+  addAbsent(fields: CheckedFields): void {
+    const map = this.#fields;
+    const { names, values } = fields;
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      if (!map.has(name)) map.set(name, values[i] as string);
+    }
+  }
+
   /** Every field but cookies, in insertion order, unsorted: for writing onto a native response. */
   fields(): ReadonlyMap<string, string> {
     return this.#fields;
@@ -115,6 +125,30 @@ export class FieldList extends Headers {
   /** The `Set-Cookie` values, in order. */
   cookies(): readonly string[] {
     return this.#cookies;
+  }
+}
+
+/**
+ * Header fields a leg sends on every answer, checked and normalized once when
+ * the leg is built, so adding them per request is map work only. `Set-Cookie`
+ * is refused: cookies are never constant.
+ */
+export class CheckedFields {
+  readonly names: readonly string[];
+  readonly values: readonly string[];
+
+  constructor(fields: Iterable<readonly [string, string]>) {
+    const names: string[] = [];
+    const values: string[] = [];
+    for (const [name, value] of fields) {
+      const key = fieldName(name);
+      if (key === "set-cookie" || names.includes(key))
+        throw new TypeError(`not a constant, single field: ${key}`);
+      names.push(key);
+      values.push(fieldValue(value));
+    }
+    this.names = Object.freeze(names);
+    this.values = Object.freeze(values);
   }
 }
 

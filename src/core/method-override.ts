@@ -1,3 +1,5 @@
+import { urlAsSent } from "./url-as-sent.ts";
+
 /** Headers through which frameworks' method-override middleware let a client ask for another method. */
 export const METHOD_OVERRIDE_HEADERS = [
   "x-http-method-override",
@@ -19,8 +21,10 @@ export function overrideMethods(request: Request): string[] {
     const value = request.headers.get(name);
     if (value !== null && value.trim() !== "") methods.push(value.trim().toUpperCase());
   }
-  const query = request.url.indexOf("?");
-  if (query >= 0 && request.url.includes(METHOD_OVERRIDE_PARAMETER, query)) {
+  // Parsed only when the unparsed URL suggests a `_method` in the query; the parse decides.
+  const sent = urlAsSent(request);
+  const query = sent.indexOf("?");
+  if (query >= 0 && sent.includes(METHOD_OVERRIDE_PARAMETER, query)) {
     for (const value of new URL(request.url).searchParams.getAll(METHOD_OVERRIDE_PARAMETER)) {
       if (value.trim() !== "") methods.push(value.trim().toUpperCase());
     }

@@ -1,3 +1,5 @@
+import { type CheckedFields, FieldList } from "./field-list.ts";
+
 /**
  * Applies `edit` to `response`'s headers and returns the response to hand on.
  *
@@ -25,6 +27,19 @@ export function withHeaders(response: Response, edit: (headers: Headers) => void
     }
     edit(copy.headers);
     return copy;
+  }
+}
+
+/** Adds each of `fields` the headers do not carry yet: map work only on a `FieldList`. */
+export function setAbsent(headers: Headers, fields: CheckedFields): void {
+  if (headers instanceof FieldList) {
+    headers.addAbsent(fields);
+    return;
+  }
+  const { names, values } = fields;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    if (!headers.has(name)) headers.set(name, values[i] as string);
   }
 }
 

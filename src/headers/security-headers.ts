@@ -1,8 +1,10 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { CheckedFields } from "../core/field-list.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { withHeaders } from "../core/response.ts";
+import { setAbsent, withHeaders } from "../core/response.ts";
+import { urlAsSent } from "../core/url-as-sent.ts";
 import { type CompiledCsp, type ContentSecurityPolicyOptions, compileCsp } from "./csp.ts";
 import { compilePermissionsPolicy, type PermissionsPolicyFeatures } from "./permissions-policy.ts";
 import { headerValue, oneOf } from "./validate.ts";
@@ -309,10 +311,17 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): Middlewar
   // Only these depend on the request's scheme; skip the check when neither is sent.
   const needsScheme =
     hsts !== undefined || (csp !== undefined && csp.https.join() !== csp.http.join());
-  const count = names.length;
-  const ours = new Set(names);
-  if (csp !== undefined) ours.add(csp.name);
-  if (hsts !== undefined) ours.add("strict-transport-security");
+  // Everything but a nonce is known now: the answers' fields are checked once, here.
+  const constant = new CheckedFields(names.map((name, i) => [name, values[i] as string]));
+  const schemeFields = (https: boolean) => {
+    const fields: [string, string][] = [];
+    if (csp !== undefined && !csp.nonce)
+      fields.push([csp.name, (https ? csp.https : csp.http)[0] as string]);
+    if (https && hsts !== undefined) fields.push(["strict-transport-security", hsts]);
+    return new CheckedFields(fields);
+  };
+  const overHttps = schemeFields(true);
+  const overHttp = schemeFields(false);
   const nonces = csp?.nonce ? nonceSource() : undefined;
 
   return (next) =>
@@ -325,26 +334,11 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): Middlewar
       const response = await next(request, ...rest);
       const https = needsScheme && isHttps(request, trustForwardedProto);
       return withHeaders(response, (headers) => {
-        // One pass over what the response already has is cheaper than a `has` per header.
-        let present: Set<string> | undefined;
-        for (const [name] of headers) {
-          if (!ours.has(name)) continue;
-          present ??= new Set();
-          present.add(name);
-        }
-        for (let i = 0; i < count; i++) {
-          const name = names[i] as string;
-          if (present === undefined || !present.has(name)) headers.set(name, values[i] as string);
-        }
-        if (csp !== undefined && !present?.has(csp.name)) {
+        setAbsent(headers, constant);
+        setAbsent(headers, https ? overHttps : overHttp);
+        if (nonce !== undefined && csp !== undefined && !headers.has(csp.name)) {
           const pieces = https ? csp.https : csp.http;
-          headers.set(
-            csp.name,
-            nonce === undefined ? (pieces[0] as string) : pieces.join(` 'nonce-${nonce}'`),
-          );
-        }
-        if (https && hsts !== undefined && !present?.has("strict-transport-security")) {
-          headers.set("strict-transport-security", hsts);
+          headers.set(csp.name, pieces.join(` 'nonce-${nonce}'`));
         }
       });
     };
@@ -376,7 +370,7 @@ function nonceSource(): () => string {
 }
 
 function isHttps(request: Request, trustForwardedProto: boolean): boolean {
-  if (request.url.startsWith("https:")) return true;
+  if (urlAsSent(request).startsWith("https:")) return true;
   if (!trustForwardedProto) return false;
   const forwarded = request.headers.get("x-forwarded-proto");
   if (forwarded === null) return false;

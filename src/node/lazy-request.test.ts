@@ -1,8 +1,9 @@
 import { createServer, IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Socket } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { toNodeListener } from "../adapters/node/index.ts";
+import { urlAsSent } from "../core/url-as-sent.ts";
 import { LAZY_REQUESTS } from "./lazy-request.ts";
 import { buildRequest } from "./request.ts";
 
@@ -208,4 +209,22 @@ describe("a lazy request's URL", () => {
       expect(lazy?.request.method).toBe(eager?.request.method);
     }
   });
+
+  it.each(["/", "/a?b=1", "/a?", "/p#x?_method=DELETE", "/a?_method=PUT"])(
+    "answers %j unparsed for scheme and query questions, agreeing with the parse",
+    (target) => {
+      const { request } = buildRequest(message(target), target, false, {
+        lazy: true,
+      }) as NonNullable<ReturnType<typeof buildRequest>>;
+      const parses = vi.spyOn(globalThis, "URL");
+      const sent = urlAsSent(request);
+      expect(parses).not.toHaveBeenCalled();
+      parses.mockRestore();
+      const real = new URL(request.url);
+      expect(sent.startsWith("https:")).toBe(real.protocol === "https:");
+      // The unparsed URL may have a `?` the parse reads as part of a fragment, never the reverse.
+      if (real.search !== "") expect(sent).toContain("?");
+      expect(urlAsSent(new Request(request.url))).toBe(request.url);
+    },
+  );
 });

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
 import { FieldList } from "../core/field-list.ts";
+import { URL_AS_SENT } from "../core/url-as-sent.ts";
 import type { BodyTap } from "./body-tap.ts";
 
 /**
@@ -96,6 +97,12 @@ const LAZY_PROTOTYPE: object = Object.create(Request.prototype, {
   headers: {
     get(this: Lazy) {
       return fieldsOf(stateOf(this));
+    },
+  },
+  [URL_AS_SENT]: {
+    get(this: Lazy) {
+      const state = stateOf(this);
+      return state.url ?? state.source.target;
     },
   },
   ...Object.fromEntries(
