@@ -4,6 +4,17 @@ import { toNodeListener } from "../adapters/node/index.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { LIGHT_RESPONSES, LightResponseClass as Light } from "./light-response.ts";
 
+/** Runs `script` (an ES module printing JSON) in a process of its own: installing is for good. */
+function inOwnProcess(script: string): unknown {
+  const child = spawnSync(
+    process.execPath,
+    ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
+    { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname },
+  );
+  expect(child.stderr).toBe("");
+  return JSON.parse(child.stdout);
+}
+
 /** Everything observable about a response, body included. */
 async function observe(response: Response): Promise<unknown> {
   return {
@@ -137,13 +148,7 @@ describe.runIf(LIGHT_RESPONSES)("the light Response", () => {
       console.log(JSON.stringify(out));
       server.close();
     `;
-    const child = spawnSync(
-      process.execPath,
-      ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
-      { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname },
-    );
-    expect(child.stderr).toBe("");
-    expect(JSON.parse(child.stdout)).toEqual([
+    expect(inOwnProcess(script)).toEqual([
       [200, "text/plain;charset=UTF-8", ["a=1", "b=2"], null, "light"],
       [201, null, [], "1", "ok"],
       [200, null, [], null, "streamed"],
@@ -161,13 +166,7 @@ describe.runIf(LIGHT_RESPONSES)("the light Response", () => {
         console.log(JSON.stringify([globalThis.Response.name, await r.text()]));
         server.close();
       `;
-      const child = spawnSync(
-        process.execPath,
-        ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
-        { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname },
-      );
-      expect(child.stderr).toBe("");
-      return JSON.parse(child.stdout);
+      return inOwnProcess(script);
     };
     expect(constructorAfter("")).toEqual(["LightResponse", "x"]);
     expect(constructorAfter(", lightResponses: false")).toEqual(["Response", "x"]);
