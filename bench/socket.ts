@@ -12,7 +12,7 @@
  * Environment: BENCH_SOCKET_ROUNDS (7), BENCH_SOCKET_SECONDS (5),
  * BENCH_CONNECTIONS (16), BENCH_CONTENDERS (comma-separated names),
  * BENCH_MODE (`throughput` | `instructions`), BENCH_REQUESTS (instructions
- * mode: measured requests, 2000).
+ * mode: measured requests, 6000: fewer let one garbage collection sway the count).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -285,7 +285,7 @@ function totalInstructions(file: string): number {
 async function instructions(): Promise<void> {
   if (!have("valgrind") || !have("callgrind_control"))
     throw new Error("BENCH_MODE=instructions needs valgrind (Debian package valgrind)");
-  const measured = Number(process.env.BENCH_REQUESTS ?? 2000);
+  const measured = Number(process.env.BENCH_REQUESTS ?? 6000);
   const warm = 3000;
   const names = contenders();
   const perRequest = new Map<string, number>();
