@@ -97,6 +97,19 @@ describe("buildRequest", () => {
     expect(buildRequest(message({ headers: { host: "a@b" } }), "/")).toBeUndefined();
   });
 
+  it("checks each new Host afresh, whatever the request before it carried", () => {
+    const url = (host: string) =>
+      buildRequest(message({ headers: { host } }), "/p", false, { lazy: true })?.request.url;
+    expect(url("a.example")).toBe("http://a.example/p");
+    expect(url("a.example/x")).toBeUndefined();
+    expect(url("a.example")).toBe("http://a.example/p");
+    // Valid but not plain: serialized by the URL parser, not joined as sent.
+    expect(url("B\u00fccher.example")).toBeUndefined();
+    expect(url("EXAMPLE.com:080")).toBe("http://example.com/p");
+    expect(url("EXAMPLE.com:080")).toBe("http://example.com/p");
+    expect(url("0x7f.1")).toBe("http://127.0.0.1/p");
+  });
+
   it("refuses absolute-form targets and methods Fetch forbids", () => {
     expect(buildRequest(message(), "http://app.example/")).toBeUndefined();
     expect(buildRequest(message({ method: "TRACE" }), "/")).toBeUndefined();

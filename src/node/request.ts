@@ -63,6 +63,10 @@ export function parsesSurely(host: string): boolean {
   return port === undefined || Number(port) <= 65535;
 }
 
+// Requests mostly repeat the previous one's Host: the last good one's checks are remembered.
+let checkedHost: string | undefined;
+let checkedHostIsPlain = false;
+
 /** Methods Fetch refuses to carry. */
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 /** An upper-case token: a method Fetch keeps exactly as sent (Node's parser sends only these). */
@@ -89,7 +93,15 @@ export function buildRequest(
   const split = splitTarget(target);
   if (split === undefined) return undefined;
   const host = message.headers.host ?? DEFAULT_HOST;
-  if (!isValidHost(host)) return undefined;
+  let plain: boolean;
+  if (host === checkedHost) {
+    plain = checkedHostIsPlain;
+  } else {
+    if (!isValidHost(host)) return undefined;
+    plain = parsesSurely(host);
+    checkedHost = host;
+    checkedHostIsPlain = plain;
+  }
   const scheme = (message.socket as TLSSocket | null)?.encrypted === true ? "https" : "http";
   const method = message.method ?? "GET";
   if (FORBIDDEN_METHODS.has(method.toUpperCase())) return undefined;
@@ -102,8 +114,7 @@ export function buildRequest(
   try {
     const lazy = (options.lazy ?? LAZY_REQUESTS) && PLAIN_METHOD.test(method);
     // A host of plain shape always parses, so its URL can wait until someone reads it.
-    if (lazy && parsesSurely(host))
-      return { request: lazyRequest(source), tap, rawPath: split.path };
+    if (lazy && plain) return { request: lazyRequest(source), tap, rawPath: split.path };
     // The URL as Fetch serializes it (dot segments resolved, characters escaped); throws when bad.
     const href = new URL(url).href;
     const request = lazy
