@@ -63,6 +63,17 @@ describe("Context", () => {
 });
 
 describe("binding contexts to requests", () => {
+  it("keeps an object's context its own: not read through, nor rebound through, its prototype", () => {
+    const key = createContextKey<string>("k");
+    const shared = {};
+    bindValue(shared, key, "prototype's");
+    const instance = Object.create(shared) as object;
+    expect(boundContext(instance)).toBeUndefined();
+    bindValue(instance, key, "instance's");
+    expect(contextFrom(instance).get(key)).toBe("instance's");
+    expect(contextFrom(shared).get(key)).toBe("prototype's");
+  });
+
   it("gives the empty context for a request nothing was bound to", () => {
     const request = new Request("http://h/");
     expect(boundContext(request)).toBeUndefined();

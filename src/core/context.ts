@@ -85,7 +85,9 @@ class ContextSlot {
   }
 
   static of(target: object): ContextSlot | undefined {
-    const slot = (target as { [SLOT]?: unknown })[SLOT];
+    // An own property only: a miss would walk the prototype chain, which is slow where a
+    // framework has swapped prototypes (Express), and a slot on a prototype is no request's.
+    const slot = Object.hasOwn(target, SLOT) ? (target as { [SLOT]?: unknown })[SLOT] : undefined;
     if (typeof slot === "object" && slot !== null && #context in slot) return slot as ContextSlot;
     return fallback.get(target);
   }

@@ -175,7 +175,7 @@ const DRAINING = Symbol("portcullis.drainingOutbox");
  */
 export function drainOutboxOnHead(res: ServerResponse, outbox: ResponseOutbox): void {
   const marked = res as ServerResponse & { [DRAINING]?: true };
-  if (marked[DRAINING]) return;
+  if (Object.hasOwn(marked, DRAINING)) return;
   marked[DRAINING] = true;
   const writeHead = res.writeHead;
   let fired = false;
