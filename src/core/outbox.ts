@@ -2,6 +2,13 @@ import { bindValue, contextFrom, createContextKey } from "./context.ts";
 import { withHeaders } from "./response.ts";
 
 /**
+ * Runs `hook` once, when something is first queued in `outbox` (at once if it
+ * holds something already). For adapters: most requests queue nothing, and
+ * watching for late headers then costs nothing on the native response.
+ */
+export let whenQueued: (outbox: ResponseOutbox, hook: () => void) => void;
+
+/**
  * Response headers a leg decided on while the request was being handled, such
  * as the cookie `session.save()` sets. The leg that owns the outbox writes them
  * onto the response; an adapter whose framework writes later drains it then.
@@ -9,11 +16,24 @@ import { withHeaders } from "./response.ts";
 export class ResponseOutbox {
   readonly #cookies: string[] = [];
   #noStore = false;
+  #onQueued: (() => void) | undefined;
+
+  static {
+    whenQueued = (outbox, hook) => {
+      if (outbox.empty) outbox.#onQueued = hook;
+      else hook();
+    };
+  }
 
   setCookie(value: string): void {
     this.#cookies.push(value);
     // A response that sets a session cookie must never be cached and replayed to someone else.
     this.#noStore = true;
+    const hook = this.#onQueued;
+    if (hook !== undefined) {
+      this.#onQueued = undefined;
+      hook();
+    }
   }
 
   get empty(): boolean {

@@ -12,6 +12,8 @@ import {
 import { PEER_ADDRESS } from "../core/client-address.ts";
 import { bindContext, contextFrom } from "../core/context.ts";
 import type { Middleware } from "../core/handler.ts";
+import { outboxOf } from "../core/outbox.ts";
+import { onWarning, resetWarnings } from "../core/warning.ts";
 import { RAW_PATH } from "../core/path.ts";
 import { Chain } from "../middleware/chain.ts";
 import { requireRole } from "../middleware/guards.ts";
@@ -152,6 +154,42 @@ describe("chainRunner", () => {
     const { req, res } = pair("/secret");
     const outcome = await chainRunner(chain)(req, res, "/secret", []);
     expect(!outcome.passed && outcome.response.status).toBe(401);
+  });
+
+  it("leaves the native response alone until a header is queued after the pass", async () => {
+    const { req, res } = pair("/x");
+    const own = () => [...Object.getOwnPropertyNames(res), ...Object.getOwnPropertySymbols(res)];
+    const before = own();
+    const outcome = await chainRunner(new Chain(decorate))(req, res, "/x", []);
+    expect(outcome.passed).toBe(true);
+    if (!outcome.passed) return;
+    expect(own()).toEqual(before);
+    expect(Object.hasOwn(res, "writeHead")).toBe(false);
+
+    // A route saving a session queues its cookie now; the head written later carries it.
+    outboxOf(outcome.request).setCookie("late=1");
+    expect(Object.hasOwn(res, "writeHead")).toBe(true);
+    outboxOf(outcome.request).setCookie("later=2");
+    res.writeHead(200);
+    expect(res.getHeader("set-cookie")).toEqual(["late=1", "later=2"]);
+    expect(res.getHeader("cache-control")).toBe("no-store");
+  });
+
+  it("warns when a header is queued after the head was written", async () => {
+    const { req, res } = pair("/x");
+    const outcome = await chainRunner(new Chain(decorate))(req, res, "/x", []);
+    if (!outcome.passed) throw new Error("expected a pass");
+    const warnings: string[] = [];
+    const previous = onWarning((warning) => warnings.push(warning.code));
+    try {
+      resetWarnings();
+      res.writeHead(200);
+      outboxOf(outcome.request).setCookie("late=1");
+      expect(warnings).toEqual(["PORTCULLIS_LATE_HEADER_DROPPED"]);
+      expect(Object.hasOwn(res, "writeHead")).toBe(false);
+    } finally {
+      onWarning(previous);
+    }
   });
 });
 

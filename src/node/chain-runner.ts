@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
 import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
-import { outboxOf } from "../core/outbox.ts";
+import { outboxOf, whenQueued } from "../core/outbox.ts";
 import {
   isPassThrough,
   isResponse,
@@ -159,7 +159,16 @@ export function chainRunner(
       const context = contextFrom(passedWith);
       bindContext(message, context);
       for (const target of bindTo) bindContext(target, context);
-      drainOutboxOnHead(res, outbox);
+      // Wrapped only once a header is queued: a property added to a response whose prototype a
+      // framework swapped (Express) costs a fresh hidden class, about a microsecond.
+      whenQueued(outbox, () => {
+        if (!res.headersSent) drainOutboxOnHead(res, outbox);
+        else
+          warnOnce(
+            "PORTCULLIS_LATE_HEADER_DROPPED",
+            "a leg queued a header (session.save() sets the session cookie) after the response head was written, so it was not sent; save the session before sending the response",
+          );
+      });
       return { passed: true, headers: response.headers, request: passedWith };
     }
 
