@@ -84,8 +84,13 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
           if (routed === undefined) return refusedPathResponse();
           if (routed !== path) paths.push(routed);
         }
-        const methods = [method, ...(await dispatchMethods(request))];
-        allowed = paths.every((p) => methods.every((m) => allows(auth, m, p)));
+        const found = dispatchMethods(request, method);
+        const overrides = found instanceof Promise ? await found : found;
+        // Usually there is nothing more to check: the one path under the one method passed.
+        if (paths.length > 1 || overrides.length > 0) {
+          const methods = [method, ...overrides];
+          allowed = paths.every((p) => methods.every((m) => allows(auth, m, p)));
+        }
       }
       if (allowed) return next(request, ...rest);
       return auth.authenticated && !auth.anonymous
@@ -97,13 +102,18 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
 // Form bodies larger than this are decided on their method and overrides outside the body.
 const MAX_OVERRIDE_FORM_BYTES = 64 * 1024;
 
-/** The override methods a request carries: headers and query, and `_method` in a form body. */
-async function dispatchMethods(request: Request): Promise<string[]> {
+/**
+ * The override methods a request carries: headers and query, and `_method` in
+ * a form body. Answered within the call when there is no body to read.
+ */
+function dispatchMethods(request: Request, method: string): string[] | Promise<string[]> {
   const methods = overrideMethods(request);
-  const method = request.method.toUpperCase();
-  if (method !== "GET" && method !== "HEAD" && request.body !== null) {
-    const field = await formField(request, METHOD_OVERRIDE_PARAMETER, MAX_OVERRIDE_FORM_BYTES);
-    if (field !== undefined && field.trim() !== "") methods.push(field.trim().toUpperCase());
-  }
+  if (method === "GET" || method === "HEAD" || request.body === null) return methods;
+  return withFormOverride(request, methods);
+}
+
+async function withFormOverride(request: Request, methods: string[]): Promise<string[]> {
+  const field = await formField(request, METHOD_OVERRIDE_PARAMETER, MAX_OVERRIDE_FORM_BYTES);
+  if (field !== undefined && field.trim() !== "") methods.push(field.trim().toUpperCase());
   return methods;
 }

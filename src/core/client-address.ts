@@ -358,10 +358,24 @@ const CANONICAL_IPV4 =
 
 /** `parseAddress` then `formatAddress`: one string per address however it was spelled. */
 export function normalizeAddress(text: string): string | undefined {
-  if (CANONICAL_IPV4.test(text)) return text; // the common case, already in its one spelling
-  const parsed = parseAddress(text);
-  return parsed === undefined ? undefined : formatAddress(parsed);
+  // Requests mostly come from the peer the previous one came from.
+  if (text === lastAddress) return lastNormalized;
+  let normalized: string | undefined;
+  if (CANONICAL_IPV4.test(text)) {
+    normalized = text; // the common case, already in its one spelling
+  } else {
+    const parsed = parseAddress(text);
+    normalized = parsed === undefined ? undefined : formatAddress(parsed);
+  }
+  if (typeof text === "string") {
+    lastAddress = text;
+    lastNormalized = normalized;
+  }
+  return normalized;
 }
+
+let lastAddress: string | undefined;
+let lastNormalized: string | undefined;
 
 /**
  * The network holding `address` as `address/prefix` with the host bits

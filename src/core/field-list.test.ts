@@ -28,7 +28,18 @@ function run(headers: Headers, ops: readonly Operation[]): unknown[] {
   return log;
 }
 
-const NAMES = ["Vary", "vary", "Set-Cookie", "x-a", "X-Z", "cache-control", "bad name", "é", ""];
+const NAMES = [
+  "Vary",
+  "vary",
+  "Set-Cookie",
+  "x-a",
+  "X-Z",
+  "cache-control",
+  "Cookie",
+  "bad name",
+  "é",
+  "",
+];
 const VALUES = ["1", " padded\t", "a, b", "x\r\ny", "nul\0", "ünï", "☃", "", "k=v; Path=/"];
 
 describe("FieldList", () => {
@@ -118,5 +129,97 @@ describe("CheckedFields and setAbsent", () => {
         ["x-frame-options", "SAMEORIGIN"],
       ]);
     }
+  });
+});
+
+describe("FieldList.parsed", () => {
+  type Record_ = Record<string, string | string[] | undefined>;
+
+  /** The runtime's Headers holding what a parser recorded, or the error it refuses with. */
+  function reference(record: Record_): Headers | string {
+    const headers = new Headers();
+    try {
+      for (const [name, value] of Object.entries(record)) {
+        if (value === undefined || name.startsWith(":")) continue;
+        for (const item of typeof value === "string" ? [value] : value) headers.append(name, item);
+      }
+    } catch (error) {
+      return (error as Error).name;
+    }
+    return headers;
+  }
+
+  const RECORD_NAMES = ["cookie", "origin", "x-a", "Upper", "set-cookie", ":path", "accept"];
+  const RECORD_VALUES: (string | string[] | undefined)[] = [
+    "1",
+    " padded\t",
+    "a, b",
+    "",
+    "nul\0",
+    ["one", "two"],
+    undefined,
+    "ünï",
+  ];
+
+  it("answers as the runtime's Headers built from the same record, whatever is read first", () => {
+    let seed = 11;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const kinds = ["set", "append", "delete", "get", "has"] as const;
+    for (let round = 0; round < 400; round++) {
+      const record: Record_ = {};
+      for (let i = random(5); i > 0; i--) {
+        record[RECORD_NAMES[random(RECORD_NAMES.length)] as string] =
+          RECORD_VALUES[random(RECORD_VALUES.length)];
+      }
+      const expected = reference(record);
+      if (typeof expected === "string") {
+        expect(() => [...FieldList.parsed(record)]).toThrow(TypeError);
+        continue;
+      }
+      const ops: Operation[] = [];
+      for (let i = 0; i < 6; i++) {
+        ops.push([
+          kinds[random(3) === 0 ? random(kinds.length) : 3 + random(2)] as Operation[0],
+          NAMES.concat(RECORD_NAMES)[random(NAMES.length + RECORD_NAMES.length)] as string,
+          VALUES[random(VALUES.length)],
+        ]);
+      }
+      expect(run(FieldList.parsed(record), ops)).toEqual(run(expected, ops));
+    }
+  });
+
+  it("reads fields in shape through, and refuses a bad one whenever the whole list is asked for", () => {
+    const record = { a: "1", b: " x ", c: "bad\0" };
+    const list = FieldList.parsed(record);
+    expect(list.get("a")).toBe("1");
+    expect(list.get("B")).toBe("x");
+    expect(() => list.get("c")).toThrow(TypeError);
+    expect(() => [...list]).toThrow(TypeError);
+    expect(() => [...list]).toThrow(TypeError); // never half a list
+    expect(() => list.set("d", "4")).toThrow(TypeError);
+    expect(list.get("a")).toBe("1");
+    expect(list.has("zz")).toBe(false);
+  });
+
+  it("ignores what the record inherits", () => {
+    const record = Object.create({ inherited: "x" }) as Record_;
+    record.own = "y";
+    const list = FieldList.parsed(record);
+    expect(list.get("inherited")).toBeNull();
+    expect(list.get("constructor")).toBeNull();
+    expect([...list]).toEqual([["own", "y"]]);
+  });
+
+  it("still checks and folds names once its cache of names is full", () => {
+    const list = new FieldList();
+    for (let i = 0; i < 400; i++) list.set(`x-fill-${i}`, "1");
+    expect(list.get("X-FILL-399")).toBe("1");
+    expect(list.get("X-Late-Name")).toBeNull();
+    expect(() => list.get("bad late")).toThrow(TypeError);
+    list.set("X-Late-Name", "v");
+    expect(list.get("x-late-name")).toBe("v");
   });
 });

@@ -8,6 +8,10 @@
 export class FieldList extends Headers {
   readonly #fields = new Map<string, string>();
   readonly #cookies: string[] = [];
+  // A parser's record read through until the list changes or is listed: most requests
+  // have a dozen fields and the legs read three, so only those are checked. Until then
+  // `#fields` holds the fields already read and checked.
+  #source: ParsedFields | undefined;
 
   constructor(init?: Iterable<readonly [string, string]>) {
     super();
@@ -15,6 +19,7 @@ export class FieldList extends Headers {
   }
 
   override append(name: string, value: string): void {
+    if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     const normalized = fieldValue(value);
     if (key === "set-cookie") {
@@ -22,10 +27,12 @@ export class FieldList extends Headers {
       return;
     }
     const existing = this.#fields.get(key);
-    this.#fields.set(key, existing === undefined ? normalized : `${existing}, ${normalized}`);
+    const joiner = key === "cookie" ? COOKIE_JOINER : ", ";
+    this.#fields.set(key, existing === undefined ? normalized : existing + joiner + normalized);
   }
 
   override set(name: string, value: string): void {
+    if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     const normalized = fieldValue(value);
     if (key === "set-cookie") {
@@ -38,26 +45,31 @@ export class FieldList extends Headers {
 
   override get(name: string): string | null {
     const key = fieldName(name);
+    if (this.#source !== undefined) return key === "set-cookie" ? null : this.#readThrough(key);
     if (key === "set-cookie") return this.#cookies.length === 0 ? null : this.#cookies.join(", ");
     return this.#fields.get(key) ?? null;
   }
 
   override has(name: string): boolean {
     const key = fieldName(name);
+    if (this.#source !== undefined) return key !== "set-cookie" && this.#readThrough(key) !== null;
     return key === "set-cookie" ? this.#cookies.length > 0 : this.#fields.has(key);
   }
 
   override delete(name: string): void {
+    if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     if (key === "set-cookie") this.#cookies.length = 0;
     else this.#fields.delete(key);
   }
 
   override getSetCookie(): string[] {
+    if (this.#source !== undefined) this.#takeAll();
     return [...this.#cookies];
   }
 
   override *entries(): HeadersIterator<[string, string]> {
+    if (this.#source !== undefined) this.#takeAll();
     const names = [...this.#fields.keys()];
     if (this.#cookies.length > 0) names.push("set-cookie");
     names.sort();
@@ -88,27 +100,67 @@ export class FieldList extends Headers {
 
   /**
    * The fields a server's parser produced (lower-case names, values with
-   * duplicates joined), checked once as `append` would check them, without
-   * rebuilding what is already in shape. Throws `TypeError` as `Headers` would.
+   * duplicates joined), checked as `append` would check them, without
+   * rebuilding what is already in shape: each field when it is first read, all
+   * of them once the list changes or is listed. Throws `TypeError` as `Headers`
+   * would, when the field concerned is read. The record must not change after.
    */
-  static parsed(
-    fields: Readonly<Record<string, string | readonly string[] | undefined>>,
-  ): FieldList {
+  static parsed(fields: ParsedFields): FieldList {
     const list = new FieldList();
-    const map = list.#fields;
     for (const name in fields) {
-      if (name.charCodeAt(0) === 0x3a) continue; // HTTP/2 pseudo-headers
-      const value = fields[name];
-      if (value === undefined) continue;
-      if (typeof value !== "string" || name === "set-cookie" || !inShape(name, value)) {
-        for (const item of typeof value === "string" ? [value] : value) list.append(name, item);
-      } else map.set(name, value);
+      // Only a record of lower-case names, each a plain string, is read through.
+      if (!isParsedName(name) || typeof fields[name] !== "string") {
+        list.#source = fields;
+        list.#takeAll();
+        return list;
+      }
     }
+    list.#source = fields;
     return list;
+  }
+
+  /**
+   * `key`'s field from the record (every value a string), checked as `append`
+   * checks it and kept; `null` when the record has none. Throws as `append` would.
+   */
+  #readThrough(key: string): string | null {
+    const known = this.#fields.get(key);
+    if (known !== undefined) return known;
+    const source = this.#source as ParsedFields;
+    const value = source[key] as string | undefined;
+    if (value === undefined || !Object.hasOwn(source, key)) return null;
+    const checked = valueInShape(value) ? value : fieldValue(value);
+    this.#fields.set(key, checked);
+    return checked;
+  }
+
+  /** Takes every field of the record in, checked as `append` checks. */
+  #takeAll(): void {
+    const fields = this.#source as ParsedFields;
+    this.#source = undefined;
+    const map = this.#fields;
+    map.clear();
+    try {
+      for (const name in fields) {
+        if (name.charCodeAt(0) === 0x3a || !Object.hasOwn(fields, name)) continue; // HTTP/2 pseudo-headers
+        const value = fields[name];
+        if (value === undefined) continue;
+        if (typeof value !== "string" || name === "set-cookie" || !inShape(name, value)) {
+          for (const item of typeof value === "string" ? [value] : value) this.append(name, item);
+        } else map.set(name, value);
+      }
+    } catch (error) {
+      // A field `Headers` refuses: every later whole-list use refuses again, never half a list.
+      map.clear();
+      this.#cookies.length = 0;
+      this.#source = fields;
+      throw error;
+    }
   }
 
   /** Adds each of `fields` this list does not hold yet; they were checked when made. */
   addAbsent(fields: CheckedFields): void {
+    if (this.#source !== undefined) this.#takeAll();
     const map = this.#fields;
     const { names, values } = fields;
     for (let i = 0; i < names.length; i++) {
@@ -119,11 +171,13 @@ export class FieldList extends Headers {
 
   /** Every field but cookies, in insertion order, unsorted: for writing onto a native response. */
   fields(): ReadonlyMap<string, string> {
+    if (this.#source !== undefined) this.#takeAll();
     return this.#fields;
   }
 
   /** The `Set-Cookie` values, in order. */
   cookies(): readonly string[] {
+    if (this.#source !== undefined) this.#takeAll();
     return this.#cookies;
   }
 }
@@ -152,6 +206,14 @@ export class CheckedFields {
   }
 }
 
+// Cookie lines are joined with "; " by runtimes that follow the current Fetch standard.
+const COOKIE_JOINER = ((): string => {
+  const probe = new Headers();
+  probe.append("cookie", "a=1");
+  probe.append("cookie", "b=2");
+  return probe.get("cookie") === "a=1; b=2" ? "; " : ", ";
+})();
+
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const LOWER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 // Leading and trailing HTTP whitespace is trimmed; what remains is a byte string without NUL, CR
@@ -159,10 +221,23 @@ const LOWER_TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 const EDGE_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
 const FORBIDDEN_IN_VALUE = /[\0\r\n\u0100-\uffff]/;
 
+// Names already checked, as given → lower-cased. Legs use a few dozen constant names; the
+// cache stops growing at its bound and never evicts, so a flood of odd names cannot push
+// those out (it only leaves the flood's own names to be checked each time).
+const CHECKED_NAMES = new Map<string, string>();
+const MAX_CHECKED_NAMES = 256;
+
 function fieldName(name: string): string {
+  if (typeof name === "string") {
+    const known = CHECKED_NAMES.get(name);
+    if (known !== undefined) return known;
+  }
   const text = String(name);
   if (!TOKEN.test(text)) throw new TypeError(`invalid header name: ${JSON.stringify(text)}`);
-  return text.toLowerCase();
+  const key = text.toLowerCase();
+  if (CHECKED_NAMES.size < MAX_CHECKED_NAMES && typeof name === "string")
+    CHECKED_NAMES.set(name, key);
+  return key;
 }
 
 function fieldValue(value: string): string {
@@ -177,12 +252,25 @@ function fieldValue(value: string): string {
 
 /** A lower-case token and a value that needs no trimming and holds nothing forbidden. */
 function inShape(name: string, value: string): boolean {
+  return LOWER_TOKEN.test(name) && valueInShape(value);
+}
+
+function valueInShape(value: string): boolean {
   return (
-    LOWER_TOKEN.test(name) &&
     !FORBIDDEN_IN_VALUE.test(value) &&
     (value.length === 0 || (!isEdgeSpace(value, 0) && !isEdgeSpace(value, value.length - 1)))
   );
 }
+
+/** A lower-case token other than `set-cookie`, which `Headers` keeps apart. */
+function isParsedName(name: string): boolean {
+  // Names checked before answer from the cache; the parser's are lower-case already.
+  if (CHECKED_NAMES.get(name) === name) return name !== "set-cookie";
+  return LOWER_TOKEN.test(name) && name !== "set-cookie";
+}
+
+/** Header fields as a server's parser records them. */
+type ParsedFields = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 function isEdgeSpace(text: string, index: number): boolean {
   const code = text.charCodeAt(index);

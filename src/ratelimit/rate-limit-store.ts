@@ -68,6 +68,17 @@ const EVICTION_CANDIDATES = 8;
 const RETURNING = 2;
 
 /**
+ * `MemoryRateLimitStore.hit` answered within the call, for the leg: a counter
+ * in memory needs no promise and no turn of the event loop.
+ */
+export let hitNow: (
+  store: MemoryRateLimitStore,
+  key: string,
+  policy: RateLimitPolicy,
+  now: number,
+) => RateLimitDecision;
+
+/**
  * Process-local counters, bounded in entries, in two segments: a key enters
  * on probation and moves to the protected segment when it is hit again. Each
  * instance of an application counts on its own: behind a load balancer use a
@@ -98,7 +109,15 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return this.#probation.size + this.#protected.size;
   }
 
+  static {
+    hitNow = (store, key, policy, now) => store.#hit(key, policy, now);
+  }
+
   async hit(key: string, policy: RateLimitPolicy, now: number): Promise<RateLimitDecision> {
+    return this.#hit(key, policy, now);
+  }
+
+  #hit(key: string, policy: RateLimitPolicy, now: number): RateLimitDecision {
     if (++this.#hits % SWEEP_EVERY === 0) this.#sweep(now);
     this.#frequency.add(key);
     let entry = this.#protected.get(key);
@@ -218,9 +237,10 @@ class FrequencySketch {
   add(key: string): void {
     // Conservative update: only the counters at the current minimum grow, which keeps
     // the noise from other keys low without changing what the minimum can say.
-    const least = this.estimate(key);
+    const first = fnv1a(key);
+    const least = this.#estimate(first);
     if (least < 255) {
-      let hash = fnv1a(key);
+      let hash = first;
       const width = this.#mask + 1;
       for (let row = 0; row < 4; row++) {
         const index = row * width + (hash & this.#mask);
@@ -235,7 +255,11 @@ class FrequencySketch {
   }
 
   estimate(key: string): number {
-    let hash = fnv1a(key);
+    return this.#estimate(fnv1a(key));
+  }
+
+  #estimate(first: number): number {
+    let hash = first;
     const width = this.#mask + 1;
     let least = 255;
     for (let row = 0; row < 4; row++) {

@@ -54,6 +54,22 @@ function setup(options: Partial<RateLimitOptions> & { rules: readonly RateLimitR
 }
 
 describe("rateLimit", () => {
+  it("keeps the counters of clients taking turns apart", async () => {
+    const { statuses } = setup({
+      rules: [{ limit: 2, windowMs: 60_000, algorithm: "fixed-window" }],
+      ipv6Prefix: 64,
+    });
+    const a = { address: "203.0.113.5" };
+    const b = { address: "::ffff:198.51.100.7" };
+    const c = { address: "2001:db8:0:1::1" };
+    const d = { address: "2001:db8:0:1:ffff::2" }; // the same /64 as c
+    const turns: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      for (const who of [a, b, c, d]) turns.push(...(await statuses(1, "/", who)));
+    }
+    expect(turns).toEqual([200, 200, 200, 200, 200, 200, 429, 429, 429, 429, 429, 429]);
+  });
+
   it("answers 429 with Retry-After and RateLimit fields once the limit is spent", async () => {
     const { send, statuses, downstream } = setup({
       rules: [{ name: "api", limit: 3, windowMs: 60_000, algorithm: "fixed-window" }],
@@ -359,6 +375,32 @@ describe("rateLimit", () => {
       expect(response.headers.has("ratelimit")).toBe(false);
       expect(downstream).toHaveBeenCalledTimes(1);
       expect(onStoreError).toHaveBeenCalledTimes(1);
+    });
+
+    it("honour a memory store whose hit was replaced or overridden", async () => {
+      const spied = new MemoryRateLimitStore();
+      const { send } = setup({
+        store: spied,
+        onStoreError: () => {},
+        rules: [{ limit: 10, windowMs: 1000 }],
+      });
+      expect((await send()).status).toBe(200);
+      // Replaced after the leg was built, as a test's spy would be.
+      const spy = vi.spyOn(spied, "hit").mockRejectedValue(new Error("down"));
+      expect((await send()).status).toBe(503);
+      expect(spy).toHaveBeenCalledTimes(1);
+
+      class Refusing extends MemoryRateLimitStore {
+        override async hit(): Promise<never> {
+          throw new Error("refused");
+        }
+      }
+      const sub = setup({
+        store: new Refusing(),
+        onStoreError: () => {},
+        rules: [{ limit: 10, windowMs: 1000 }],
+      });
+      expect((await sub.send()).status).toBe(503);
     });
 
     it("a throwing onStoreError does not change the answer", async () => {

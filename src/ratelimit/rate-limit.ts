@@ -21,7 +21,7 @@ import {
   type RateLimitDecision,
   type RateLimitPolicy,
 } from "./algorithms.ts";
-import { MemoryRateLimitStore, type RateLimitStore } from "./rate-limit-store.ts";
+import { hitNow, MemoryRateLimitStore, type RateLimitStore } from "./rate-limit-store.ts";
 
 /** Whose requests a rule counts together. */
 export type RateLimitKey =
@@ -151,6 +151,8 @@ interface CompiledRule {
   readonly methods: ReadonlySet<string> | undefined;
   readonly key: RateLimitKey;
   readonly policyItem: string;
+  /** The last counter key made and the key part it was made from: requests repeat clients. */
+  readonly last: { part: string; key: string };
 }
 
 interface Counted {
@@ -171,6 +173,7 @@ const ALGORITHM_CODES: Record<RateLimitAlgorithm, string> = {
 // Longer key parts are hashed so a client-influenced value cannot bloat store keys.
 const MAX_KEY_PART = 200;
 const encoder = new TextEncoder();
+const MEMORY_HIT = MemoryRateLimitStore.prototype.hit;
 
 /**
  * Where a `rateLimit` leg with `"principal"` rules runs in the chain: the
@@ -238,12 +241,26 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
   if (typeof onStoreError !== "function")
     throw new InvalidOptionsError("rateLimit onStoreError must be a function");
 
+  // The built-in memory store answers within the call (a subclass might not).
+  const inMemory =
+    Object.getPrototypeOf(store) === MemoryRateLimitStore.prototype
+      ? (store as MemoryRateLimitStore)
+      : undefined;
+
+  // Requests mostly come from the client the previous one came from.
+  let lastAddress: string | undefined;
+  let lastAddressPart = "";
   const addressKey = (request: Request): string => {
     const address = ownAddressOptions
       ? resolveClientAddress(request, options)
       : clientAddress(request);
+    if (address !== undefined && address === lastAddress) return lastAddressPart;
     const network = address === undefined ? undefined : addressNetwork(address, prefixes);
-    if (network !== undefined) return `a:${network}`;
+    if (network !== undefined) {
+      lastAddress = address;
+      lastAddressPart = `a:${network}`;
+      return lastAddressPart;
+    }
     warnOnce(
       "PORTCULLIS_NO_CLIENT_ADDRESS",
       "a rate-limit rule keyed on the client address saw a request with no address, so such clients share one counter; pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter",
@@ -282,17 +299,36 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
     );
   };
 
-  const count = async (
+  // Within the call for the memory store and a key known at once; may throw.
+  const count = (
     rule: CompiledRule,
     request: Request,
     address: AddressKey,
     now: number,
-  ): Promise<RateLimitDecision> => {
+  ): RateLimitDecision | Promise<RateLimitDecision> => {
     const key = keyFor(rule, request, address);
+    // A replaced `hit` (a test's spy, a wrapper) is honoured.
+    if (inMemory !== undefined && inMemory.hit === MEMORY_HIT && typeof key === "string")
+      return hitNow(inMemory, key, rule.policy, now);
+    return countInStore(rule, key, now);
+  };
+
+  const countInStore = async (
+    rule: CompiledRule,
+    key: string | Promise<string>,
+    now: number,
+  ): Promise<RateLimitDecision> => {
     const decision = await store.hit(typeof key === "string" ? key : await key, rule.policy, now);
     if (!isDecision(decision)) throw new TypeError("rate-limit store answered malformed data");
     return decision;
   };
+
+  const settle = async (
+    rule: CompiledRule,
+    request: Request,
+    address: AddressKey,
+    now: number,
+  ): Promise<RateLimitDecision> => count(rule, request, address, now);
 
   const reportStoreError = (error: unknown, request: Request) => {
     try {
@@ -327,14 +363,15 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
         // One rule is the common case; it needs no settling of several promises.
         const rule = applicable[0] as CompiledRule;
         try {
-          counted.push({ rule, decision: await count(rule, request, address, now) });
+          const result = count(rule, request, address, now);
+          counted.push({ rule, decision: result instanceof Promise ? await result : result });
         } catch (error) {
           failed = true;
           reportStoreError(error, request);
         }
       } else {
         const settled = await Promise.allSettled(
-          applicable.map((rule) => count(rule, request, address, now)),
+          applicable.map((rule) => settle(rule, request, address, now)),
         );
         settled.forEach((result, i) => {
           if (result.status === "fulfilled") {
@@ -418,7 +455,12 @@ class AddressKey {
 
 /** The store key for `part` under `rule`; long parts are hashed, so a client cannot bloat keys. */
 function counterKey(rule: CompiledRule, part: string): string | Promise<string> {
-  return part.length > MAX_KEY_PART ? hashedKey(rule, part) : `${rule.id}:${part}`;
+  const last = rule.last;
+  if (part === last.part) return last.key;
+  if (part.length > MAX_KEY_PART) return hashedKey(rule, part);
+  last.part = part;
+  last.key = `${rule.id}:${part}`;
+  return last.key;
 }
 
 async function hashedKey(rule: CompiledRule, part: string): Promise<string> {
@@ -482,6 +524,7 @@ function compileRules(rules: readonly RateLimitRule[] | undefined): readonly Com
         methods,
         key,
         policyItem: `"${name}";q=${limit};w=${seconds(windowMs, 1)}`,
+        last: { part: "", key: "" },
       };
     }),
   );
