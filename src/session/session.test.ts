@@ -617,6 +617,25 @@ describe("session data", () => {
     expect(reached).toBe(false);
   });
 
+  it("honours a memory store whose get was replaced", async () => {
+    const store = new MemorySessionStore();
+    const handler = newHandler(async () => new Response("ok"), {
+      session: sessions({ store, onStoreError: () => {} }),
+      authorization: authz.routes([authz.anyRequest().permitAll()]),
+      onError: () => {},
+    });
+    const send = () =>
+      handler(
+        new Request("https://app.example/anything", {
+          headers: { cookie: `${SECURE_COOKIE}=${randomToken(32)}` },
+        }),
+      );
+    expect((await send()).status).toBe(200);
+    const spy = vi.spyOn(store, "get").mockRejectedValue(new Error("connection refused"));
+    expect((await send()).status).toBe(503);
+    expect(spy).toHaveBeenCalledTimes(1);
+  });
+
   it("binds the session and its principal for downstream code", async () => {
     const app = await sessionApp();
     const client = app.client();

@@ -161,6 +161,25 @@ describe("honoMiddleware", () => {
     expect(seen).toBe(env);
   });
 
+  it("hands the execution context on when the runtime passes one, and costs no stack when not", async () => {
+    const seen: unknown[] = [];
+    const spy: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        seen.push(rest[1]);
+        return next(request, ...rest);
+      };
+    const app = new Hono();
+    app.use("*", honoMiddleware(spy));
+    app.get("/x", (c) => c.text("ok"));
+    const executionCtx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+    const limit = Error.stackTraceLimit;
+    await app.fetch(get("/x"), {}, executionCtx);
+    await app.fetch(get("/x"), {});
+    expect(seen).toEqual([executionCtx, undefined]);
+    expect(Error.stackTraceLimit).toBe(limit);
+  });
+
   it("accepts a whole security chain", async () => {
     let ran = 0;
     const app = new Hono();

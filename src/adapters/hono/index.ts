@@ -33,10 +33,25 @@ export function honoMiddleware(middleware: Middleware | Chain): MiddlewareHandle
   };
 }
 
+// Whether the runtime lets an error skip capturing its stack (V8, JavaScriptCore).
+const STACK_LIMIT_WRITABLE =
+  typeof Error.stackTraceLimit === "number" &&
+  Object.getOwnPropertyDescriptor(Error, "stackTraceLimit")?.writable === true;
+
 function executionContext(c: HonoContext): unknown {
+  // @hono/node-server passes its bindings and never an execution context.
+  const env = c.env as { incoming?: { socket?: unknown }; outgoing?: unknown } | undefined;
+  if (typeof env?.incoming?.socket === "object" && typeof env.outgoing === "object")
+    return undefined;
+  // Hono throws when the runtime passed none (Bun, Deno), on every request: an error that
+  // captures no stack costs a fraction of one that does.
+  const limit = Error.stackTraceLimit;
+  if (STACK_LIMIT_WRITABLE) Error.stackTraceLimit = 0;
   try {
     return c.executionCtx;
   } catch {
-    return undefined; // Hono throws when the runtime has none (Node, Bun)
+    return undefined;
+  } finally {
+    if (STACK_LIMIT_WRITABLE) Error.stackTraceLimit = limit;
   }
 }
