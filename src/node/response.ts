@@ -34,6 +34,20 @@ export function applyHeaders(
 }
 
 /**
+ * Calls `field` for every header field, each `Set-Cookie` on its own and
+ * last; a list of our own is walked as it is held, without a sorted copy.
+ */
+export function eachField(headers: Headers, field: (name: string, value: string) => void): void {
+  if (headers instanceof FieldList) {
+    for (const [name, value] of headers.fields()) field(name, value);
+    for (const cookie of headers.cookies()) field("set-cookie", cookie);
+    return;
+  }
+  for (const [name, value] of headers) if (name !== "set-cookie") field(name, value);
+  for (const cookie of headers.getSetCookie()) field("set-cookie", cookie);
+}
+
+/**
  * Writes a Fetch `Response` to a Node response: status, headers, then the
  * body. A body made from a string or bytes goes out with the head in one
  * write; any other is streamed chunk by chunk, waiting for `'drain'` when the

@@ -8,6 +8,7 @@ import fastifyPlugin from "fastify-plugin";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
+import { eachField } from "../../node/response.ts";
 
 export type { AdapterOptions } from "../../node/chain-runner.ts";
 
@@ -54,10 +55,10 @@ export function fastifyHook(
   return async function portcullis(request: FastifyRequest, reply: FastifyReply) {
     const outcome = await run(request.raw, reply.raw, request.raw.url ?? "", [request]);
     if (outcome.passed) {
-      for (const [name, value] of outcome.headers) {
-        if (name !== "set-cookie" && !BODY_HEADERS.has(name)) reply.header(name, value);
-      }
-      for (const cookie of outcome.headers.getSetCookie()) reply.header("set-cookie", cookie);
+      // Fastify's reply.header adds each Set-Cookie to those before it.
+      eachField(outcome.headers, (name, value) => {
+        if (!BODY_HEADERS.has(name)) reply.header(name, value);
+      });
       return;
     }
     const response = outcome.response;
