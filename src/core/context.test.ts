@@ -1,21 +1,13 @@
 import { describe, expect, it } from "vitest";
 import {
   bindContext,
+  bindContextAside,
   bindValue,
   boundContext,
   Context,
   contextFrom,
   createContextKey,
 } from "./context.ts";
-
-/** The symbol the binding hangs under, found the way any code holding a request could find it. */
-function slotSymbol(target: object): symbol {
-  const found = Object.getOwnPropertySymbols(target).find(
-    (symbol) => symbol.description === "portcullis.context",
-  );
-  if (found === undefined) throw new Error("no binding on the target");
-  return found;
-}
 
 describe("Context", () => {
   it("returns a new context from with() and leaves the old one unchanged", () => {
@@ -154,32 +146,48 @@ describe("binding contexts to requests", () => {
     expect(Object.getOwnPropertySymbols(copy)).toEqual([]);
   });
 
-  it("cannot be replaced or deleted through the hidden property", () => {
+  it("leaves nothing a reflective caller could see, replace or delete", () => {
     const key = createContextKey<string>("k");
     const request = new Request("http://h/");
+    const before = Reflect.ownKeys(request);
     bindValue(request, key, "mine");
-    const symbol = slotSymbol(request);
-    expect(Reflect.set(request, symbol, { context: Context.empty })).toBe(false);
-    expect(Reflect.deleteProperty(request, symbol)).toBe(false);
-    expect(() => Object.defineProperty(request, symbol, { value: {} })).toThrow(TypeError);
+    expect(Reflect.ownKeys(request)).toEqual(before);
+    for (const own of Reflect.ownKeys(request)) {
+      Reflect.deleteProperty(request, own);
+      Reflect.set(request, own, { context: Context.empty });
+    }
     expect(contextFrom(request).get(key)).toBe("mine");
+    expect(contextFrom(Object.create(request)).get(key)).toBeUndefined();
   });
 
-  it("never reads an object planted under the hidden property as a context", () => {
+  it("never reads a look-alike planted on a request as a context", () => {
     const key = createContextKey<string>("role");
-    const genuine = new Request("http://h/");
-    bindValue(genuine, key, "user");
-    const symbol = slotSymbol(genuine);
-    // A forged slot, shaped like the real one, on a request nothing was bound to.
     const victim = new Request("http://h/");
     const forged = { context: Context.empty.with(key, "admin") };
-    Object.defineProperty(victim, symbol, { value: forged });
+    // What a caller guessing at the binding could plant: a symbol of the old name, a field.
+    Object.defineProperty(victim, Symbol("portcullis.context"), { value: forged });
+    Object.defineProperty(victim, "context", { value: forged.context });
     expect(boundContext(victim)).toBeUndefined();
     expect(contextFrom(victim).get(key)).toBeUndefined();
-    // Binding still works, and never writes into the planted object.
     bindValue(victim, key, "guest");
     expect(contextFrom(victim).get(key)).toBe("guest");
     expect(forged.context.get(key)).toBe("admin");
+  });
+
+  it("binds aside, for objects with a hidden class of their own, and reads it back", () => {
+    const key = createContextKey<string>("k");
+    const target = Object.setPrototypeOf({ id: 3 }, { shared: true }) as object;
+    const before = Reflect.ownKeys(target);
+    bindContextAside(target, Context.empty.with(key, "one"));
+    expect(contextFrom(target).get(key)).toBe("one");
+    bindValue(target, key, "two");
+    expect(contextFrom(target).get(key)).toBe("two");
+    expect(Reflect.ownKeys(target)).toEqual(before);
+  });
+
+  it("reads nothing from a value that is not an object", () => {
+    expect(boundContext("text" as unknown as object)).toBeUndefined();
+    expect(boundContext(42 as unknown as object)).toBeUndefined();
   });
 
   it("binds to frozen objects too", () => {

@@ -60,13 +60,12 @@ export class Context {
 export type ContextSource = Request | Context | object;
 
 // Each target gets one mutable slot, so rebinding (several times per request) is
-// a field write. The slot hangs off the target under a module-private symbol as a
-// hidden, read-only, non-configurable property: a WeakMap insertion per request
-// costs several microseconds of garbage collection (ephemeron tables) under load.
-// Only `ContextSlot` instances count, by their private field, so an object planted
-// under the symbol is never read as a context. Targets that cannot take the
-// property (frozen, or already holding a planted one) fall back to a WeakMap.
-const SLOT: unique symbol = Symbol("portcullis.context");
+// a field write. The slot is a private field stamped onto the target (a base class
+// constructor that returns the target lets a subclass add its fields to it): no code
+// can see, copy, replace or forge it, it is never inherited, and adding it costs a
+// field store where `Object.defineProperty` costs a runtime call. A WeakMap insertion
+// per request costs more in garbage collection (ephemeron tables) under load, so the
+// WeakMap is kept for targets that cannot take the field and those bound "aside".
 const fallback = new WeakMap<object, ContextSlot>();
 
 class ContextSlot {
@@ -85,24 +84,46 @@ class ContextSlot {
   }
 
   static of(target: object): ContextSlot | undefined {
-    // An own property only: a miss would walk the prototype chain, which is slow where a
-    // framework has swapped prototypes (Express), and a slot on a prototype is no request's.
-    const slot = Object.hasOwn(target, SLOT) ? (target as { [SLOT]?: unknown })[SLOT] : undefined;
-    if (typeof slot === "object" && slot !== null && #context in slot) return slot as ContextSlot;
-    return fallback.get(target);
+    return Holder.slotOf(target) ?? fallback.get(target);
   }
 
-  static attach(target: object, context: Context): void {
+  static attach(target: object, context: Context, aside = false): void {
     const slot = new ContextSlot(context);
-    if (Object.isExtensible(target) && !Object.hasOwn(target, SLOT)) {
-      try {
-        Object.defineProperty(target, SLOT, { value: slot });
-        return;
-      } catch {
-        // A proxy may refuse the definition; the WeakMap still works.
-      }
-    }
+    if (!aside && Holder.hold(target, slot)) return;
     fallback.set(target, slot);
+  }
+}
+
+/** Lets `Holder`'s constructor stamp its private field onto any object. */
+class Stamp {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: returning the target is what stamps it.
+    return target;
+  }
+}
+
+class Holder extends Stamp {
+  readonly #slot: ContextSlot;
+
+  private constructor(target: object, slot: ContextSlot) {
+    super(target);
+    this.#slot = slot;
+  }
+
+  static slotOf(target: object): ContextSlot | undefined {
+    if ((typeof target !== "object" || target === null) && typeof target !== "function")
+      return undefined;
+    return #slot in target ? (target as Holder).#slot : undefined;
+  }
+
+  /** Stamps `slot` onto `target`; false when the runtime refuses (a non-extensible object, say). */
+  static hold(target: object, slot: ContextSlot): boolean {
+    try {
+      new Holder(target, slot);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 
@@ -110,6 +131,17 @@ class ContextSlot {
 export function bindContext(target: object, context: Context): void {
   const slot = ContextSlot.of(target);
   if (slot === undefined) ContextSlot.attach(target, context);
+  else slot.context = context;
+}
+
+/**
+ * `bindContext`, keeping the binding beside `target` rather than on it: for
+ * objects that get a hidden class of their own per request (Express swaps the
+ * prototypes of `req` and `res`), where adding a field costs a new one.
+ */
+export function bindContextAside(target: object, context: Context): void {
+  const slot = ContextSlot.of(target);
+  if (slot === undefined) ContextSlot.attach(target, context, true);
   else slot.context = context;
 }
 
