@@ -227,6 +227,16 @@ const FORBIDDEN_IN_VALUE = /[\0\r\n\u0100-\uffff]/;
 const CHECKED_NAMES = new Map<string, string>();
 const MAX_CHECKED_NAMES = 256;
 
+/** A header name as `Headers` takes it, lower-cased; throws `TypeError` as it would. */
+export function checkedName(name: string): string {
+  return fieldName(name);
+}
+
+/** A header value as `Headers` keeps it, trimmed; throws `TypeError` as it would. */
+export function checkedValue(value: string): string {
+  return fieldValue(value);
+}
+
 function fieldName(name: string): string {
   if (typeof name === "string") {
     const known = CHECKED_NAMES.get(name);

@@ -54,6 +54,15 @@ const CASES: Record<string, Args> = {
   ],
   "headers object": ["x", { headers: new Headers({ vary: "Origin", "x-b": " padded " }) }],
   "an empty string": ["", { status: 404 }],
+  "a record with mixed case, padding and a cookie": [
+    "x",
+    { headers: { "X-Up": " padded ", vary: "Origin", "Set-Cookie": "a=1", "Content-Type": "a/b" } },
+  ],
+  "a record naming one field twice": [null, { headers: { "X-A": "1", "x-a": "2" } }],
+  "a record of non-strings": [
+    "x",
+    { headers: { "x-n": 42, "x-b": true } as unknown as Record<string, string> },
+  ],
   "a stream (handed to the runtime)": [new Blob(["blob"]).stream(), { status: 202 }],
   "search params (handed to the runtime)": [new URLSearchParams({ a: "1" }), undefined],
 };
@@ -67,6 +76,7 @@ const REFUSED: Record<string, Args> = {
   "a bad status text": [null, { statusText: "a\nb" }],
   "a bad header name": [null, { headers: { "bad name": "1" } }],
   "a bad header value": [null, { headers: { "x-a": "1\r\n2" } }],
+  "a bad header value after good ones": [null, { headers: { "x-a": "1", "x-b": "\0" } }],
   "a bad header pair": [null, { headers: [["x-a"]] as unknown as [string, string][] }],
 };
 
@@ -136,11 +146,12 @@ describe.runIf(LIGHT_RESPONSES)("the light Response", () => {
         const path = new URL(request.url).pathname;
         if (path === "/stream") return new Response(new Blob(["streamed"]).stream());
         if (path === "/bytes") return new Response(new Uint8Array([111, 107]), { status: 201, headers: { "x-a": "1" } });
+        if (path === "/record") return new Response("r", { headers: { "Content-Type": " text/html ", "X-A": "2" } });
         return new Response("light", { headers: [["set-cookie", "a=1"], ["set-cookie", "b=2"]] });
       }, { port: 0, lightResponses: true });
       const base = "http://127.0.0.1:" + server.address().port;
       const out = [];
-      for (const path of ["/", "/bytes", "/stream"]) {
+      for (const path of ["/", "/bytes", "/record", "/stream"]) {
         const r = await fetch(base + path);
         out.push([r.status, r.headers.get("content-type"), r.headers.getSetCookie(), r.headers.get("x-a"), await r.text()]);
       }
@@ -151,6 +162,7 @@ describe.runIf(LIGHT_RESPONSES)("the light Response", () => {
     expect(inOwnProcess(script)).toEqual([
       [200, "text/plain;charset=UTF-8", ["a=1", "b=2"], null, "light"],
       [201, null, [], "1", "ok"],
+      [200, "text/html", [], "2", "r"],
       [200, null, [], null, "streamed"],
       "LightResponse",
       true,

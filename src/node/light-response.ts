@@ -1,4 +1,4 @@
-import { FieldList } from "../core/field-list.ts";
+import { checkedName, checkedValue, FieldList } from "../core/field-list.ts";
 
 /**
  * A `Response` for the common answer, a status with a string, bytes or no
@@ -17,7 +17,10 @@ interface LightState {
   readonly body: string | Uint8Array | null;
   readonly status: number;
   readonly statusText: string;
-  readonly headers: FieldList;
+  /** Made on first read; until then the checked fields are in `pairs`. */
+  headers: FieldList | undefined;
+  /** Checked names (lower-case) and values, alternating, when `headers` is not made yet. */
+  readonly pairs: readonly string[];
   real: Response | undefined;
 }
 
@@ -32,10 +35,21 @@ function realOf(state: LightState): Response {
     state.real = new NativeResponse(state.body as BodyInit | null, {
       status: state.status,
       statusText: state.statusText,
-      headers: state.headers,
+      headers: headersOf(state),
     });
   }
   return state.real;
+}
+
+function headersOf(state: LightState): FieldList {
+  if (state.headers === undefined) {
+    const list = new FieldList();
+    const { pairs } = state;
+    for (let i = 0; i < pairs.length; i += 2)
+      list.append(pairs[i] as string, pairs[i + 1] as string);
+    state.headers = list;
+  }
+  return state.headers;
 }
 
 function stateOf(response: Light): LightState {
@@ -44,11 +58,19 @@ function stateOf(response: Light): LightState {
   return state;
 }
 
-/** The light state of `response`, when it is a light response nobody made real yet. */
-export function lightState(
-  response: Response,
-):
-  | { body: string | Uint8Array | null; headers: FieldList; status: number; statusText: string }
+/**
+ * The light state of `response`, when it is a light response nobody made real
+ * yet: its fields are `headers` when someone read them, else `pairs` (checked
+ * lower-case names and values, alternating, no `Set-Cookie` among them).
+ */
+export function lightState(response: Response):
+  | {
+      body: string | Uint8Array | null;
+      headers: FieldList | undefined;
+      pairs: readonly string[];
+      status: number;
+      statusText: string;
+    }
   | undefined {
   const state = (response as Light)[STATE];
   return state === undefined || state.real !== undefined ? undefined : state;
@@ -56,7 +78,8 @@ export function lightState(
 
 /** The headers a light response answers with (its own list, also once it was made real). */
 export function lightHeaders(response: Response): FieldList | undefined {
-  return (response as Light)[STATE]?.headers;
+  const state = (response as Light)[STATE];
+  return state === undefined ? undefined : headersOf(state);
 }
 
 function LightResponse(this: unknown, body?: BodyInit | null, init?: ResponseInit): Response {
@@ -73,9 +96,17 @@ function LightResponse(this: unknown, body?: BodyInit | null, init?: ResponseIni
   const content = body ?? null;
   if (content !== null && NULL_BODY.has(status))
     throw new TypeError("Response constructor: a null body status cannot carry a body");
-  const headers = new FieldList(headerPairs(init?.headers));
-  if (typeof content === "string" && !headers.has("content-type"))
-    headers.set("content-type", "text/plain;charset=UTF-8");
+  // A record, the usual init, is checked into plain pairs; the list is made when read.
+  let pairs = checkedPairs(init?.headers);
+  let headers: FieldList | undefined;
+  if (pairs === undefined) {
+    headers = new FieldList(headerPairs(init?.headers));
+    if (typeof content === "string" && !headers.has("content-type"))
+      headers.set("content-type", "text/plain;charset=UTF-8");
+    pairs = [];
+  } else if (typeof content === "string" && !pairs.includes("content-type")) {
+    pairs.push("content-type", "text/plain;charset=UTF-8");
+  }
   // `new` made `this` from `new.target.prototype` already.
   (this as Light)[STATE] = {
     // Bytes are copied, as the runtime's constructor copies them.
@@ -83,9 +114,29 @@ function LightResponse(this: unknown, body?: BodyInit | null, init?: ResponseIni
     status,
     statusText,
     headers,
+    pairs,
     real: undefined,
   };
   return this as Light;
+}
+
+/**
+ * The fields of a record init (or of none), names checked and lower-cased and
+ * values checked as `Headers` would: alternating in one array, every name once.
+ * `undefined` for any other init, or one naming a field twice or `Set-Cookie`.
+ */
+function checkedPairs(init: HeadersInit | undefined): string[] | undefined {
+  if (init === undefined) return [];
+  if (typeof init !== "object" || init === null || Object.getPrototypeOf(init) !== Object.prototype)
+    return undefined;
+  const pairs: string[] = [];
+  for (const name in init) {
+    if (!Object.hasOwn(init, name)) continue;
+    const key = checkedName(name);
+    if (key === "set-cookie" || pairs.includes(key)) return undefined;
+    pairs.push(key, checkedValue((init as Record<string, string>)[name] as string));
+  }
+  return pairs;
 }
 
 function headerPairs(init: HeadersInit | undefined): Iterable<readonly [string, string]> {
@@ -125,7 +176,7 @@ LightResponse.prototype = Object.create(NativeResponse.prototype, {
   },
   headers: {
     get(this: Light) {
-      return stateOf(this).headers;
+      return headersOf(stateOf(this));
     },
   },
   ...Object.fromEntries(

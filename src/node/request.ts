@@ -104,15 +104,13 @@ export function buildRequest(
   }
   const scheme = (message.socket as TLSSocket | null)?.encrypted === true ? "https" : "http";
   const method = message.method ?? "GET";
-  if (FORBIDDEN_METHODS.has(method.toUpperCase())) return undefined;
-  const tap =
-    method !== "GET" && method !== "HEAD" && hasBody(message.headers)
-      ? new BodyTap(message, record)
-      : undefined;
+  const plainRead = method === "GET" || method === "HEAD";
+  if (!plainRead && FORBIDDEN_METHODS.has(method.toUpperCase())) return undefined;
+  const tap = !plainRead && hasBody(message.headers) ? new BodyTap(message, record) : undefined;
   const url = `${scheme}://${host}${target}`;
   const source = { target: url, method, headers: message.headers, tap, response: options.response };
   try {
-    const lazy = (options.lazy ?? LAZY_REQUESTS) && PLAIN_METHOD.test(method);
+    const lazy = (options.lazy ?? LAZY_REQUESTS) && (plainRead || PLAIN_METHOD.test(method));
     // A host of plain shape always parses, so its URL can wait until someone reads it.
     if (lazy && plain) return { request: lazyRequest(source), tap, rawPath: split.path };
     // The URL as Fetch serializes it (dot segments resolved, characters escaped); throws when bad.

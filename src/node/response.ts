@@ -75,7 +75,12 @@ export function writeResponseNow(
   if (light !== undefined) {
     res.statusCode = light.status;
     if (light.statusText !== "") res.statusMessage = light.statusText;
-    applyHeaders(res, light.headers, undefined, true);
+    if (light.headers !== undefined) applyHeaders(res, light.headers, undefined, true);
+    else {
+      const { pairs } = light;
+      for (let i = 0; i < pairs.length; i += 2)
+        res.setHeader(pairs[i] as string, pairs[i + 1] as string);
+    }
     res.end(method === "HEAD" || light.body === null ? undefined : light.body);
     return undefined;
   }

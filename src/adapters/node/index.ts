@@ -106,47 +106,70 @@ export function toNodeListener(
     }
     const peer = req.socket?.remoteAddress;
     if (peer !== undefined) bindValue(built.request, PEER_ADDRESS, peer);
-    const method = req.method;
-    const settle = (written: Promise<void> | undefined) => {
-      if (written === undefined) built.tap?.discard();
-      else written.finally(() => built.tap?.discard()).catch(() => res.destroy());
-    };
-    const fail = (error: unknown) => {
-      if (isBodyReadError(error)) {
-        // The client broke off or garbled its body: nothing to report.
-        const answer = problemResponse(400, { detail: "The request body could not be read." });
-        closeAfterEarlyError(req, res, 400);
-        settle(writeResponse(res, answer, method));
-        return;
-      }
-      onError(error, built.request);
-      failResponse(res);
-      built.tap?.discard();
-    };
-    const answer = (response: Response) => {
-      if (!isResponse(response)) {
-        fail(new TypeError("the handler answered a non-Response"));
-        return;
-      }
-      try {
-        closeAfterEarlyError(req, res, response.status);
-        settle(writeResponseNow(res, response, method));
-      } catch {
-        res.destroy();
-        built.tap?.discard();
-      }
-    };
     // Called at once, and a Response answered at once is written at once: no promise in between.
     let result: Response | Promise<Response>;
     try {
       result = handler(built.request, { incoming: req, outgoing: res });
     } catch (error) {
-      fail(error);
+      failed(req, res, built, error, onError);
       return;
     }
-    if (isResponse(result)) answer(result);
-    else Promise.resolve(result).then(answer, fail);
+    if (isResponse(result)) answered(req, res, built, result, onError);
+    else
+      Promise.resolve(result).then(
+        (response) => answered(req, res, built, response, onError),
+        (error) => failed(req, res, built, error, onError),
+      );
   };
+}
+
+type Built = NonNullable<ReturnType<typeof buildRequest>>;
+type OnError = (error: unknown, request: Request | undefined) => void;
+
+/** Writes the handler's answer; the body tap is let go once it is out. */
+function answered(
+  req: IncomingMessage,
+  res: ServerResponse,
+  built: Built,
+  response: Response,
+  onError: OnError,
+): void {
+  if (!isResponse(response)) {
+    failed(req, res, built, new TypeError("the handler answered a non-Response"), onError);
+    return;
+  }
+  try {
+    closeAfterEarlyError(req, res, response.status);
+    settle(res, built, writeResponseNow(res, response, req.method));
+  } catch {
+    res.destroy();
+    built.tap?.discard();
+  }
+}
+
+/** Answers a handler's throw: 400 for a body the client broke off, else a reported 500. */
+function failed(
+  req: IncomingMessage,
+  res: ServerResponse,
+  built: Built,
+  error: unknown,
+  onError: OnError,
+): void {
+  if (isBodyReadError(error)) {
+    // The client broke off or garbled its body: nothing to report.
+    const answer = problemResponse(400, { detail: "The request body could not be read." });
+    closeAfterEarlyError(req, res, 400);
+    settle(res, built, writeResponse(res, answer, req.method));
+    return;
+  }
+  onError(error, built.request);
+  failResponse(res);
+  built.tap?.discard();
+}
+
+function settle(res: ServerResponse, built: Built, written: Promise<void> | undefined): void {
+  if (written === undefined) built.tap?.discard();
+  else written.finally(() => built.tap?.discard()).catch(() => res.destroy());
 }
 
 /**
