@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
   bindContext,
-  bindContextAside,
   bindValue,
   boundContext,
   Context,
@@ -172,17 +171,6 @@ describe("binding contexts to requests", () => {
     bindValue(victim, key, "guest");
     expect(contextFrom(victim).get(key)).toBe("guest");
     expect(forged.context.get(key)).toBe("admin");
-  });
-
-  it("binds aside, for objects with a hidden class of their own, and reads it back", () => {
-    const key = createContextKey<string>("k");
-    const target = Object.setPrototypeOf({ id: 3 }, { shared: true }) as object;
-    const before = Reflect.ownKeys(target);
-    bindContextAside(target, Context.empty.with(key, "one"));
-    expect(contextFrom(target).get(key)).toBe("one");
-    bindValue(target, key, "two");
-    expect(contextFrom(target).get(key)).toBe("two");
-    expect(Reflect.ownKeys(target)).toEqual(before);
   });
 
   it("reads nothing from a value that is not an object", () => {

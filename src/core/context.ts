@@ -65,7 +65,7 @@ export type ContextSource = Request | Context | object;
 // can see, copy, replace or forge it, it is never inherited, and adding it costs a
 // field store where `Object.defineProperty` costs a runtime call. A WeakMap insertion
 // per request costs more in garbage collection (ephemeron tables) under load, so the
-// WeakMap is kept for targets that cannot take the field and those bound "aside".
+// WeakMap is kept for targets that cannot take the field.
 const fallback = new WeakMap<object, ContextSlot>();
 
 class ContextSlot {
@@ -87,10 +87,9 @@ class ContextSlot {
     return Holder.slotOf(target) ?? fallback.get(target);
   }
 
-  static attach(target: object, context: Context, aside = false): void {
+  static attach(target: object, context: Context): void {
     const slot = new ContextSlot(context);
-    if (!aside && Holder.hold(target, slot)) return;
-    fallback.set(target, slot);
+    if (!Holder.hold(target, slot)) fallback.set(target, slot);
   }
 }
 
@@ -131,17 +130,6 @@ class Holder extends Stamp {
 export function bindContext(target: object, context: Context): void {
   const slot = ContextSlot.of(target);
   if (slot === undefined) ContextSlot.attach(target, context);
-  else slot.context = context;
-}
-
-/**
- * `bindContext`, keeping the binding beside `target` rather than on it: for
- * objects that get a hidden class of their own per request (Express swaps the
- * prototypes of `req` and `res`), where adding a field costs a new one.
- */
-export function bindContextAside(target: object, context: Context): void {
-  const slot = ContextSlot.of(target);
-  if (slot === undefined) ContextSlot.attach(target, context, true);
   else slot.context = context;
 }
 
