@@ -59,6 +59,10 @@ const CASES: Record<string, Args> = {
     { headers: { "X-Up": " padded ", vary: "Origin", "Set-Cookie": "a=1", "Content-Type": "a/b" } },
   ],
   "a record naming one field twice": [null, { headers: { "X-A": "1", "x-a": "2" } }],
+  "a record whose values look like names": [
+    "x",
+    { headers: { "x-a": "content-type", "x-b": "x-a", "x-c": "x-b" } },
+  ],
   "a record of non-strings": [
     "x",
     { headers: { "x-n": 42, "x-b": true } as unknown as Record<string, string> },

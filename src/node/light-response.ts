@@ -104,7 +104,7 @@ function LightResponse(this: unknown, body?: BodyInit | null, init?: ResponseIni
     if (typeof content === "string" && !headers.has("content-type"))
       headers.set("content-type", "text/plain;charset=UTF-8");
     pairs = [];
-  } else if (typeof content === "string" && !pairs.includes("content-type")) {
+  } else if (typeof content === "string" && !namesField(pairs, "content-type")) {
     pairs.push("content-type", "text/plain;charset=UTF-8");
   }
   // `new` made `this` from `new.target.prototype` already.
@@ -133,10 +133,16 @@ function checkedPairs(init: HeadersInit | undefined): string[] | undefined {
   for (const name in init) {
     if (!Object.hasOwn(init, name)) continue;
     const key = checkedName(name);
-    if (key === "set-cookie" || pairs.includes(key)) return undefined;
+    if (key === "set-cookie" || namesField(pairs, key)) return undefined;
     pairs.push(key, checkedValue((init as Record<string, string>)[name] as string));
   }
   return pairs;
+}
+
+/** Whether alternating `pairs` name `key` (values are never compared). */
+function namesField(pairs: readonly string[], key: string): boolean {
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === key) return true;
+  return false;
 }
 
 function headerPairs(init: HeadersInit | undefined): Iterable<readonly [string, string]> {
