@@ -42,13 +42,18 @@ const NAMES = [
 ];
 const VALUES = ["1", " padded\t", "a, b", "x\r\ny", "nul\0", "ünï", "☃", "", "k=v; Path=/"];
 
+/** A repeatable stream of integers below `n`, so a failing case can be replayed. */
+function seeded(start: number): (n: number) => number {
+  let seed = start;
+  return (n) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+}
+
 describe("FieldList", () => {
   it("answers every operation as the runtime's Headers does", () => {
-    let seed = 7;
-    const random = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const random = seeded(7);
     const kinds = ["set", "append", "delete", "get", "has"] as const;
     for (let round = 0; round < 300; round++) {
       const ops: Operation[] = [];
@@ -162,11 +167,7 @@ describe("FieldList.parsed", () => {
   ];
 
   it("answers as the runtime's Headers built from the same record, whatever is read first", () => {
-    let seed = 11;
-    const random = (n: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
-    };
+    const random = seeded(11);
     const kinds = ["set", "append", "delete", "get", "has"] as const;
     for (let round = 0; round < 400; round++) {
       const record: Record_ = {};

@@ -147,30 +147,19 @@ describe("honoMiddleware", () => {
 
   it("hands Hono's env to the middleware", async () => {
     const env = { DB: "binding" };
-    let seen: unknown;
-    const spy: Middleware =
-      (next) =>
-      async (request, ...rest) => {
-        seen = rest[0];
-        return next(request, ...rest);
-      };
+    const seen: unknown[] = [];
     const app = new Hono();
-    app.use("*", honoMiddleware(spy));
+    app.use("*", honoMiddleware(recordingArgument(0, seen)));
     app.get("/x", (c) => c.text("ok"));
     await app.fetch(get("/x"), env);
-    expect(seen).toBe(env);
+    expect(seen).toEqual([env]);
+    expect(seen[0]).toBe(env);
   });
 
   it("hands the execution context on when the runtime passes one, and costs no stack when not", async () => {
     const seen: unknown[] = [];
-    const spy: Middleware =
-      (next) =>
-      async (request, ...rest) => {
-        seen.push(rest[1]);
-        return next(request, ...rest);
-      };
     const app = new Hono();
-    app.use("*", honoMiddleware(spy));
+    app.use("*", honoMiddleware(recordingArgument(1, seen)));
     app.get("/x", (c) => c.text("ok"));
     const executionCtx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
     const limit = Error.stackTraceLimit;
@@ -245,3 +234,12 @@ describe("route-group guards behind newHandler(app.fetch)", () => {
     expect((await handler(get("/scoped/x", "uma"))).status).toBe(403);
   });
 });
+
+/** Middleware that records the runtime argument at `index` after the request, then passes. */
+function recordingArgument(index: number, into: unknown[]): Middleware {
+  return (next) =>
+    async (request, ...rest) => {
+      into.push(rest[index]);
+      return next(request, ...rest);
+    };
+}
