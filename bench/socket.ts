@@ -44,6 +44,8 @@ const LABELS: Record<string, string> = {
   "portcullis-fastify": "Portcullis full chain on Fastify",
   "portcullis-koa": "Portcullis full chain on Koa",
   "portcullis-hono": "Portcullis full chain on Hono (@hono/node-server)",
+  "by-hand-node": "the same work by hand on node:http (reference)",
+  "by-hand-express": "the same work by hand as Express middleware (reference)",
   "express-stack": "Express + helmet, cors, rate-limit, session, csrf-csrf",
   "fastify-stack": "Fastify + @fastify/helmet, cors, rate-limit, session, csrf",
   "hono-stack": "Hono + secure-headers, cors, rate-limiter, cookie session, csrf",
@@ -200,6 +202,17 @@ function targets(
   for (const [label, name, to, goal] of rows) {
     const value = ratio(name, to);
     if (value !== undefined) console.log(`  ${label.padEnd(46)} ${value}   (target >= ${goal})`);
+  }
+  // What the same work costs with no library at all: the ceiling for the targets above.
+  const references: [string, string, string][] = [
+    ["by hand on node:http / bare node:http", "by-hand-node", "bare-node"],
+    ["by hand in Express / Express stack", "by-hand-express", "express-stack"],
+    ["bare Express / Express stack", "bare-express", "express-stack"],
+  ];
+  for (const [label, name, to] of references) {
+    const value = ratio(name, to);
+    if (value !== undefined)
+      console.log(`  ${label.padEnd(46)} ${value}   (reference: no library)`);
   }
 }
 
