@@ -303,10 +303,7 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
     if (isFailure(params))
       return oauthError(params.error, params.description, { status: params.status });
     const result = await authenticateClient(request, params, lookup, publicClients);
-    if (!result.ok)
-      return oauthError(result.failure.error, result.failure.description, {
-        basicChallenge: result.basicChallenge,
-      });
+    if (!result.ok) return oauthError(result.failure.error, result.failure.description);
     return { params, client: result.client };
   }
 
@@ -351,6 +348,9 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
       if (!client.grantTypes.includes(grantType as never))
         return oauthError("unauthorized_client", "this client may not use this grant type");
       if (grantType === DEVICE_CODE_GRANT) return await deviceCodeGrant(params, client);
+      // Also for a client from a store of its own that lists the grant for a public client.
+      if (client.public)
+        return oauthError("invalid_client", "client_credentials needs client authentication");
       return await clientCredentialsGrant(params, client);
     } catch (error) {
       return failureResponse(error, request, onError);

@@ -7,7 +7,7 @@ export type ClientAuthenticationMethod = "client_secret_basic" | "client_secret_
 
 export type ClientAuthentication =
   | { readonly ok: true; readonly client: OAuthClient; readonly method: ClientAuthenticationMethod }
-  | { readonly ok: false; readonly failure: OAuthFailure; readonly basicChallenge: boolean };
+  | { readonly ok: false; readonly failure: OAuthFailure };
 
 // Compared against when the client is unknown, so both cases cost one hash and one comparison.
 const UNKNOWN_CLIENT_HASH = "sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
@@ -42,37 +42,34 @@ export async function authenticateClient(
   let method: ClientAuthenticationMethod;
   if (header !== null) {
     const basic = parseBasicClient(header);
-    if (basic === undefined)
-      return invalidClient(true, "the Authorization header is not HTTP Basic");
+    if (basic === undefined) return invalidClient("the Authorization header is not HTTP Basic");
     if (bodySecret !== undefined)
       return {
         ok: false,
         failure: { error: "invalid_request", description: "use one client authentication method" },
-        basicChallenge: false,
       };
     if (bodyId !== undefined && bodyId !== basic.id)
-      return invalidClient(true, "client_id differs from the Authorization header");
+      return invalidClient("client_id differs from the Authorization header");
     [clientId, secret, method] = [basic.id, basic.secret, "client_secret_basic"];
   } else if (bodyId !== undefined) {
     [clientId, secret] = [bodyId, bodySecret];
     method = secret === undefined ? "none" : "client_secret_post";
   } else {
-    return invalidClient(false, "client authentication is required");
+    return invalidClient("client authentication is required");
   }
 
   const client = await lookup(clientId);
-  const basicChallenge = method === "client_secret_basic";
   if (method === "none") {
     if (client?.public === true && publicClients) return { ok: true, client, method };
-    return invalidClient(false, "client authentication failed");
+    return invalidClient("client authentication failed");
   }
   if (!(await verifyClientSecret(client, secret ?? "")) || client === undefined)
-    return invalidClient(basicChallenge, "client authentication failed");
+    return invalidClient("client authentication failed");
   return { ok: true, client, method };
 }
 
-function invalidClient(basicChallenge: boolean, description: string): ClientAuthentication {
-  return { ok: false, failure: { error: "invalid_client", description }, basicChallenge };
+function invalidClient(description: string): ClientAuthentication {
+  return { ok: false, failure: { error: "invalid_client", description } };
 }
 
 /** `Basic base64(urlencoded id ":" urlencoded secret)` (RFC 6749 §2.3.1); `undefined` if malformed. */

@@ -48,7 +48,12 @@ export interface ClientRegistration {
    * @default false
    */
   readonly public?: boolean;
-  /** @default the device-code grant and `client_credentials` */
+  /**
+   * The grants this client may use. `client_credentials` needs a client that
+   * authenticates (RFC 6749 §4.4), so a public client cannot be given it.
+   *
+   * @default the device-code grant and `client_credentials`; a public client, the device-code grant only
+   */
   readonly grantTypes?: readonly GrantType[];
 }
 
@@ -104,7 +109,7 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     throw new InvalidOptionsError(
       `client registration ${clientId}: secretHash must come from hashClientSecret`,
     );
-  const grantTypes = registration.grantTypes ?? ALL_GRANT_TYPES;
+  const grantTypes = registration.grantTypes ?? (isPublic ? [DEVICE_CODE_GRANT] : ALL_GRANT_TYPES);
   if (
     !Array.isArray(grantTypes) ||
     grantTypes.length === 0 ||
@@ -112,6 +117,10 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
   )
     throw new InvalidOptionsError(
       `client registration ${clientId}: grantTypes must list some of ${ALL_GRANT_TYPES.join(", ")}`,
+    );
+  if (isPublic && grantTypes.includes("client_credentials"))
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: a public client cannot use client_credentials, which needs a client that authenticates (RFC 6749 §4.4)`,
     );
   if (registration.name !== undefined && typeof registration.name !== "string")
     throw new InvalidOptionsError(`client registration ${clientId}: name must be a string`);

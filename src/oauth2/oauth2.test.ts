@@ -3,7 +3,12 @@ import { bindAuthentication, createAuthentication } from "../core/authentication
 import { InvalidOptionsError } from "../core/errors.ts";
 import { generateKeySet } from "../jwt/keys.ts";
 import { type AuthorizationServerOptions, authorizationServer } from "./authorization-server.ts";
-import { generateClientSecret, MemoryClientStore } from "./clients.ts";
+import {
+  ALL_GRANT_TYPES,
+  DEVICE_CODE_GRANT,
+  generateClientSecret,
+  MemoryClientStore,
+} from "./clients.ts";
 import { deviceApproveHandler } from "./device-approve.ts";
 import { DeviceAuthorizationService } from "./device-authorization.ts";
 import {
@@ -111,7 +116,7 @@ describe("client authentication", () => {
     expect(ok.body.access_token).toBe("key.id+/=");
   });
 
-  it("answers 401 invalid_client with a Basic challenge only when the header was used", async () => {
+  it("answers 401 invalid_client with a Basic challenge however the client tried", async () => {
     const { server } = await setup();
     const viaHeader = await answer(
       await server.route(
@@ -130,7 +135,15 @@ describe("client authentication", () => {
       ),
     );
     expect([viaBody.status, viaBody.body.error]).toEqual([401, "invalid_client"]);
-    expect(viaBody.headers.get("www-authenticate")).toBeNull();
+    // RFC 9110 §15.5.2: a 401 names a scheme the client can use.
+    expect(viaBody.headers.get("www-authenticate")).toMatch(/^Basic realm=/);
+    const bare = await answer(
+      await server.route(form("/oauth/device_authorization", { client_id: "agent-1" })),
+    );
+    expect([bare.status, bare.headers.get("www-authenticate")]).toEqual([
+      401,
+      'Basic realm="oauth", charset="UTF-8"',
+    ]);
     for (const header of ["Basic !!!", "Bearer abc", `Basic ${btoa("no-colon")}`, "Basic"]) {
       const malformed = await answer(
         await server.route(form("/oauth/device_authorization", {}, { authorization: header })),
@@ -182,6 +195,80 @@ describe("client authentication", () => {
       await open.server.route(form("/oauth/device_authorization", { client_id: "agent-1" })),
     );
     expect(bare.body.error).toBe("invalid_client");
+  });
+
+  it("never lets a public client use client_credentials", async () => {
+    // RFC 6749 §4.4: the grant stands on the client's own authentication.
+    const clients = new MemoryClientStore();
+    await expect(
+      clients.register({ clientId: "x", public: true, grantTypes: ["client_credentials"] }),
+    ).rejects.toThrow(InvalidOptionsError);
+    expect((await clients.register({ clientId: "y", public: true })).grantTypes).toEqual([
+      DEVICE_CODE_GRANT,
+    ]);
+    const clientCredentials = async () => ({ accessToken: "cc-token", expiresIn: 60 });
+    const open = await setup({ publicClients: true, clientCredentials });
+    const refused = await answer(
+      await open.server.route(
+        form("/oauth/token", { client_id: "cli", grant_type: "client_credentials" }),
+      ),
+    );
+    expect([refused.status, refused.body.error]).toEqual([400, "unauthorized_client"]);
+    // A store of one's own may list the grant for a public client anyway.
+    const lax = await setup({
+      publicClients: true,
+      clientCredentials,
+      clients: {
+        get: async (clientId: string) =>
+          clientId === "cli"
+            ? {
+                clientId,
+                kind: "oauth2_client" as const,
+                public: true,
+                grantTypes: ALL_GRANT_TYPES,
+              }
+            : undefined,
+      },
+    });
+    const stillRefused = await answer(
+      await lax.server.route(
+        form("/oauth/token", { client_id: "cli", grant_type: "client_credentials" }),
+      ),
+    );
+    expect([stillRefused.status, stillRefused.body.error]).toEqual([401, "invalid_client"]);
+    expect(stillRefused.body.access_token).toBeUndefined();
+  });
+
+  it("keeps every error_description to the characters RFC 6749 allows", async () => {
+    const { server } = await setup();
+    const body = "%22%5C%C3%A9%0A=1&%22%5C%C3%A9%0A=2&grant_type=client_credentials";
+    const repeated = await answer(
+      await server.route(
+        new Request(`${ISSUER}/oauth/token`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            authorization: `Basic ${btoa(`agent-1:${SECRET}`)}`,
+          },
+          body,
+        }),
+      ),
+    );
+    expect(repeated.body.error).toBe("invalid_request");
+    expect(repeated.body.error_description).toBe("a parameter is repeated");
+    const failing = await setup({
+      clientCredentials: async () => ({ error: "invalid_scope", description: 'no "é"\n\\' }),
+    });
+    const answered = await answer(
+      await failing.server.route(
+        form(
+          "/oauth/token",
+          { grant_type: "client_credentials" },
+          { authorization: `Basic ${btoa(`agent-1:${SECRET}`)}` },
+        ),
+      ),
+    );
+    expect(answered.body.error_description).toBe("no ?????");
   });
 
   it("refuses a grant the client is not registered for", async () => {
@@ -236,6 +323,9 @@ describe("user codes", () => {
     expect(normalizeUserCode(" BCDF GHJK ")).toBe("BCDFGHJK");
     for (const bad of ["BCDF-GHJ", "BCDF-GHJKL", "ABCD-EFGH", "BCDF-GHJ1", "", 42, "B".repeat(40)])
       expect(normalizeUserCode(bad)).toBeUndefined();
+    // Unicode upper-cases these to letters of the alphabet: "ß" to "SS", "ſ" to "S", "ﬀ" to "FF".
+    for (const lookalike of ["BCDFGHß", "KMXſ-FHZD", "bcdf-ghﬀ", "ﬆﬆﬆﬆ"])
+      expect(normalizeUserCode(lookalike), lookalike).toBeUndefined();
   });
 });
 

@@ -47,13 +47,18 @@ export async function readOAuthParameters(
     if (out.has(name))
       return {
         error: "invalid_request",
-        description: `the parameter ${name.slice(0, 64)} is repeated`,
+        // Named only when the name is plain: the description goes back to the client verbatim.
+        description: PLAIN_NAME.test(name)
+          ? `the parameter ${name} is repeated`
+          : "a parameter is repeated",
       };
     out.set(name, value);
   }
   for (const [name, value] of out) if (value === "") out.delete(name);
   return out;
 }
+
+const PLAIN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function isFailure(value: unknown): value is OAuthFailure & { readonly status?: number } {
   return typeof value === "object" && value !== null && "error" in value;

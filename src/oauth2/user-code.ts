@@ -20,8 +20,10 @@ export function generateUserCode(): string {
  */
 export function normalizeUserCode(input: unknown): string | undefined {
   if (typeof input !== "string" || input.length > 32) return undefined;
-  const code = input.replace(/[\s-]/g, "").toUpperCase();
-  if (code.length !== USER_CODE_LENGTH) return undefined;
+  const typed = input.replace(/[\s-]/g, "");
+  // Checked as ASCII before upper-casing: Unicode upper-cases "ß" to "SS" and "ſ" to "S".
+  if (!/^[A-Za-z]{8}$/.test(typed)) return undefined;
+  const code = typed.toUpperCase();
   for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
   return code;
 }

@@ -47,6 +47,9 @@ const STATUS: Partial<Record<OAuthErrorCode, number>> = {
   temporarily_unavailable: 503,
 };
 
+// RFC 6749 §5.2: error_description holds only %x20-21 / %x23-5B / %x5D-7E (no `"` or `\`).
+const NOT_IN_DESCRIPTION = /[^\x20\x21\x23-\x5b\x5d-\x7e]/g;
+
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
 /** A JSON body nobody may cache: every token endpoint answer. */
@@ -58,18 +61,22 @@ export function noStoreJson(body: unknown, status = 200, headers?: HeadersInit):
 }
 
 /**
- * An RFC 6749 §5.2 error response. `invalid_client` is 401, and carries
- * `WWW-Authenticate: Basic` when the client tried the `Authorization` header.
+ * An RFC 6749 §5.2 error response. `invalid_client` is 401 with a
+ * `WWW-Authenticate: Basic` challenge whichever way the client tried (a 401
+ * must name a scheme, RFC 9110 §15.5.2; Basic is the one clients can use).
  */
 export function oauthError(
   error: OAuthErrorCode,
   description?: string,
-  options: { readonly basicChallenge?: boolean; readonly status?: number } = {},
+  options: { readonly status?: number } = {},
 ): Response {
   const headers = new Headers();
-  if (error === "invalid_client" && options.basicChallenge === true)
+  if (error === "invalid_client")
     headers.set("www-authenticate", 'Basic realm="oauth", charset="UTF-8"');
   if (error === "temporarily_unavailable") headers.set("retry-after", "1");
-  const body = description === undefined ? { error } : { error, error_description: description };
+  const body =
+    description === undefined
+      ? { error }
+      : { error, error_description: description.replace(NOT_IN_DESCRIPTION, "?") };
   return noStoreJson(body, options.status ?? STATUS[error] ?? 400, headers);
 }
