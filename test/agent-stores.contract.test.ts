@@ -105,6 +105,18 @@ describe.each(replayStores)("ReplayStore: %s", (_name, make) => {
     expect(await store.setIfAbsent(unique("jti"), Date.now() + 60_000, Date.now())).toBe(true);
   });
 
+  it("keeps an id for its token's lifetime on the caller's clock, however far behind", async () => {
+    // A clock two minutes behind the store's: the id must still be held for its 60 s.
+    const store = make();
+    const jti = unique("jti");
+    const now = Date.now() - 120_000;
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => store.setIfAbsent(jti, now + 60_000, now)),
+    );
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.setIfAbsent(jti, now + 60_000, now + 1000)).toBe(false);
+  });
+
   it("forgets an id once its token has expired", async () => {
     const store = make();
     const jti = unique("jti");
@@ -205,6 +217,21 @@ describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
     expect(await store.create(deviceRecord({ userCodeHash: record.userCodeHash }), NOW)).toBe(
       "user_code_taken",
     );
+  });
+
+  it("answers an empty scope as an empty list, after every rewrite", async () => {
+    const store = make();
+    const record = deviceRecord({ scope: [] });
+    await store.create(record, NOW);
+    await store.poll(record.deviceCodeHash, record.clientId, NOW, 5000);
+    expect((await store.findByUserCode(record.userCodeHash, NOW))?.scope).toEqual([]);
+    const decided = await store.decide(
+      record.userCodeHash,
+      { status: "approved", subject: "agent", decidedBy: "h" },
+      NOW,
+    );
+    expect(decided.outcome === "decided" && decided.record.scope).toEqual([]);
+    expect((await store.findByUserCode(record.userCodeHash, NOW))?.scope).toEqual([]);
   });
 
   it("decides once when approvals and denials race", async () => {
@@ -358,7 +385,66 @@ describe.each(pendingStores)("PendingRequestStore: %s", (_name, make) => {
   });
 });
 
+describe("store timeouts", () => {
+  it("refuse a value no timer can hold (2^31 ms and more fire at once)", () => {
+    for (const timeoutMs of [2 ** 31, 0, 1.5]) {
+      expect(() => new RedisReplayStore({ client: redis.client, timeoutMs })).toThrow(/timeoutMs/);
+      expect(() => new PostgresReplayStore({ pool, timeoutMs })).toThrow(/timeoutMs/);
+    }
+    expect(() => new PostgresReplayStore({ pool, timeoutMs: 2 ** 31 - 1 })).not.toThrow();
+  });
+});
+
+describe("the Redis grant indexes", () => {
+  it("expire with the longest-kept grant they list, so ended grants leave nothing behind", async () => {
+    const prefix = `${redis.prefix}grant-ttl:`;
+    const store = new RedisGrantStore({ client: redis.client, prefix });
+    const soon = grant({ expiresAt: NOW + 1000 });
+    const later = grant({ principalId: soon.principalId, expiresAt: NOW + 86_400_000 });
+    await store.create(later);
+    await store.create(soon);
+    const record = await redis.client.pTTL(`${prefix}g:${later.grantId}`);
+    const index = await redis.client.pTTL(`${prefix}p:${later.principalId}`);
+    const approver = await redis.client.pTTL(`${prefix}a:${soon.approvedBy}`);
+    expect(index).toBeGreaterThan(0);
+    expect(Math.abs(index - record)).toBeLessThan(5000); // the longer grant's, not the shorter's
+    expect(approver).toBeGreaterThan(0);
+  });
+});
+
 describe("the PostgreSQL migration", () => {
+  it("runs from several instances at once without a failure", async () => {
+    const fresh = `portcullis_test_${crypto.randomUUID().replace(/-/g, "")}`;
+    const pools = Array.from(
+      { length: 4 },
+      () =>
+        new pg.Pool({
+          connectionString:
+            process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+          options: `-c search_path=${fresh}`,
+          max: 1,
+        }),
+    );
+    try {
+      await pool.query(`CREATE SCHEMA ${fresh}`);
+      // Each round starts from nothing: the race is in creating the tables.
+      for (let round = 0; round < 3; round++) {
+        await pool.query(`DROP SCHEMA ${fresh} CASCADE; CREATE SCHEMA ${fresh}`);
+        const results = await Promise.allSettled(pools.map((each) => migrate(each)));
+        expect(results.map((result) => result.status)).toEqual(Array(4).fill("fulfilled"));
+      }
+    } finally {
+      await Promise.all(pools.map((each) => each.end()));
+      await pool.query(`DROP SCHEMA IF EXISTS ${fresh} CASCADE`);
+    }
+  });
+
+  it("rejects in bounded time when the server does not answer", async () => {
+    const stalled = { query: () => new Promise<never>(() => {}) };
+    await expect(migrate(stalled as never, { timeoutMs: 50 })).rejects.toThrow(/50 ms/);
+    await expect(migrate(pool, { timeoutMs: 2 ** 31 })).rejects.toThrow(/timeoutMs/);
+  });
+
   it("is the shipped migration.sql, and migrate() created every table and index it names", async () => {
     const sql = readFileSync(MIGRATION_FILE, "utf8");
     const names = [...sql.matchAll(/(?:TABLE|INDEX) IF NOT EXISTS (\w+)/g)].map((m) => m[1]);

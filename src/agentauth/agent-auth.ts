@@ -2,7 +2,7 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { storeCaller } from "../core/store-call.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
@@ -295,7 +295,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
       throw new InvalidOptionsError(`agentAuth: ${name} must be a function`);
   }
   const now = options.now ?? Date.now;
-  const storeTimeoutMs = options.storeTimeoutMs ?? 1000;
+  const storeTimeoutMs = timeoutOption("agentAuth", "storeTimeoutMs", options.storeTimeoutMs, 1000);
   const keys = options.keys ?? (await generateKeySet());
   const stores = options.stores ?? {};
   const grants = stores.grants ?? new MemoryGrantStore();

@@ -7,7 +7,7 @@ import { bindValue } from "../core/context.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
 import { parseBasicClient, verifyClientSecret } from "../oauth2/client-authentication.ts";
 import type { ClientStore } from "../oauth2/clients.ts";
@@ -55,11 +55,12 @@ export function agentCredentials(options: AgentCredentialsOptions): Middleware {
   const clients = options.clients;
   if (typeof clients?.get !== "function")
     throw new InvalidOptionsError("agentCredentials: clients must implement ClientStore");
-  const timeoutMs = options.storeTimeoutMs ?? 1000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
-    throw new InvalidOptionsError(
-      "agentCredentials: storeTimeoutMs must be a positive whole number",
-    );
+  const timeoutMs = timeoutOption(
+    "agentCredentials",
+    "storeTimeoutMs",
+    options.storeTimeoutMs,
+    1000,
+  );
   return (next) =>
     async (request, ...rest) => {
       const header = request.headers.get("authorization");

@@ -22,6 +22,29 @@ export function rejectUnknownKeys(
   }
 }
 
+/** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** A timeout in milliseconds, or `fallback` when undefined; throws unless 1 to `MAX_TIMEOUT_MS`. */
+export function timeoutOption(
+  where: string,
+  name: string,
+  value: unknown,
+  fallback: number,
+): number {
+  const chosen = value ?? fallback;
+  if (
+    typeof chosen !== "number" ||
+    !Number.isSafeInteger(chosen) ||
+    chosen < 1 ||
+    chosen > MAX_TIMEOUT_MS
+  )
+    throw new InvalidOptionsError(
+      `${where}: ${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`,
+    );
+  return chosen;
+}
+
 /** `value`, or `fallback` when it is undefined; throws unless it is a positive safe integer. */
 export function positiveInteger(
   where: string,

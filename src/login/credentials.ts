@@ -7,7 +7,7 @@ import {
   type LoginAttemptStore,
   MemoryLoginAttemptStore,
 } from "../core/login-attempt-store.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
 import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
 
@@ -380,7 +380,12 @@ function throttleSettings(options: LoginThrottleOptions = {}): Throttle {
     maxFailuresPerUser: options.maxFailuresPerUser ?? 5,
     maxFailuresPerClient: options.maxFailuresPerClient ?? 20,
     windowMs: options.windowMs ?? 15 * 60_000,
-    storeTimeoutMs: options.storeTimeoutMs ?? 1000,
+    storeTimeoutMs: timeoutOption(
+      "passwordCredentials",
+      "throttle.storeTimeoutMs",
+      options.storeTimeoutMs,
+      1000,
+    ),
     store: options.store ?? new MemoryLoginAttemptStore(),
     onStoreError:
       options.onStoreError ??
@@ -397,12 +402,7 @@ function throttleSettings(options: LoginThrottleOptions = {}): Throttle {
     throw new InvalidOptionsError(
       "passwordCredentials: throttle.store must implement LoginAttemptStore (consume, release, reset)",
     );
-  for (const name of [
-    "maxFailuresPerUser",
-    "maxFailuresPerClient",
-    "windowMs",
-    "storeTimeoutMs",
-  ] as const) {
+  for (const name of ["maxFailuresPerUser", "maxFailuresPerClient", "windowMs"] as const) {
     if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
       throw new InvalidOptionsError(
         `passwordCredentials: throttle.${name} must be a positive integer`,

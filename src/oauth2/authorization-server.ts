@@ -1,7 +1,7 @@
 import { withDeadline } from "../core/deadline.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
 import type { KeySet } from "../jwt/keys.ts";
 import { authenticateClient } from "./client-authentication.ts";
@@ -242,11 +242,12 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
     throw new InvalidOptionsError(
       "authorizationServer: maxBodyBytes must be a whole number, 512 or more",
     );
-  const timeoutMs = options.storeTimeoutMs ?? 1000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
-    throw new InvalidOptionsError(
-      "authorizationServer: storeTimeoutMs must be a positive whole number",
-    );
+  const timeoutMs = timeoutOption(
+    "authorizationServer",
+    "storeTimeoutMs",
+    options.storeTimeoutMs,
+    1000,
+  );
   rejectUnknownKeys("authorizationServer: paths", options.paths, [
     "deviceAuthorization",
     "token",

@@ -10,7 +10,7 @@ import {
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
 import { storeCaller } from "../core/store-call.ts";
@@ -172,7 +172,7 @@ export function sessions(options: SessionOptions = {}): Middleware {
     "touchIntervalMs",
     options.touchIntervalMs ?? Math.min(60_000, anonymousIdleTimeoutMs / 4),
   );
-  const storeTimeoutMs = positive("storeTimeoutMs", options.storeTimeoutMs ?? 1000);
+  const storeTimeoutMs = timeoutOption("sessions", "storeTimeoutMs", options.storeTimeoutMs, 1000);
   const store = options.store ?? new MemorySessionStore();
   for (const method of ["get", "create", "update", "touch", "delete"] as const) {
     if (typeof store?.[method] !== "function")

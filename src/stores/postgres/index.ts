@@ -6,6 +6,7 @@
 
 export {
   MIGRATION_FILE,
+  type MigrateOptions,
   migrate,
   PostgresGrantStore,
   type PostgresQueryable,

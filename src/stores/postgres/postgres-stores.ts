@@ -3,7 +3,7 @@ import type { Grant, GrantStore } from "../../agentauth/grants.ts";
 import type { ReplayStore } from "../../agentauth/replay.ts";
 import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 
 /**
  * What the stores need of `pg`: a `Pool` (or a client) that runs parameterised
@@ -44,9 +44,34 @@ export interface PostgresStoreOptions {
 /** The schema file the package ships, next to this module (in `src/` and in `dist/`). */
 export const MIGRATION_FILE = new URL("./migration.sql", import.meta.url);
 
-/** Creates the tables and indexes the stores use (`migration.sql`); safe to run again. */
-export async function migrate(pool: PostgresQueryable): Promise<void> {
-  await pool.query(await readFile(MIGRATION_FILE, "utf8"));
+/** Options of `migrate`. */
+export interface MigrateOptions {
+  /**
+   * Rejects when the migration has not finished within this many milliseconds
+   * (it may be waiting for another instance's).
+   *
+   * @default 30_000
+   */
+  readonly timeoutMs?: number;
+}
+
+// Instances that start together take turns: CREATE ... IF NOT EXISTS alone is not safe when
+// two sessions create the same table at once (one fails on the catalog's unique index).
+const MIGRATION_LOCK = "SELECT pg_advisory_xact_lock(7318349394477056)";
+
+/**
+ * Creates the tables and indexes the stores use (`migration.sql`); safe to run
+ * again, and from several instances at once (they take turns, in one transaction each).
+ */
+export async function migrate(
+  pool: PostgresQueryable,
+  options: MigrateOptions = {},
+): Promise<void> {
+  rejectUnknownKeys("migrate", options, ["timeoutMs"]);
+  const timeoutMs = timeoutOption("migrate", "timeoutMs", options.timeoutMs, 30_000);
+  const sql = await readFile(MIGRATION_FILE, "utf8");
+  // One query string of several statements runs as one transaction, which holds the lock.
+  await withDeadline(pool.query(`${MIGRATION_LOCK};\n${sql}`), timeoutMs, "PostgreSQL migration");
 }
 
 abstract class PostgresStore {
@@ -58,9 +83,7 @@ abstract class PostgresStore {
     if (typeof options?.pool?.query !== "function")
       throw new InvalidOptionsError(`${name} needs a pg Pool`);
     this.pool = options.pool;
-    this.#timeoutMs = options.timeoutMs ?? 1000;
-    if (!Number.isSafeInteger(this.#timeoutMs) || this.#timeoutMs < 1)
-      throw new InvalidOptionsError(`${name} timeoutMs must be a positive integer`);
+    this.#timeoutMs = timeoutOption(name, "timeoutMs", options.timeoutMs, 1000);
   }
 
   protected query(text: string, values: unknown[]) {

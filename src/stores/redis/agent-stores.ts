@@ -57,20 +57,22 @@ abstract class RedisStore {
   }
 }
 
-// SET NX with an absolute expiry: one command, so two instances cannot both record the id.
+// SET NX: one command, so two instances cannot both record the id. The expiry is relative:
+// an absolute one would be read on Redis's clock, and a caller whose clock is behind would
+// record ids that expire at once and are accepted again.
 const SET_IF_ABSENT = new RedisScript(
-  `return redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1]) and 1 or 0`,
+  `return redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) and 1 or 0`,
 );
 
-/** `ReplayStore` on Redis: `SET NX PXAT` per token id. */
+/** `ReplayStore` on Redis: `SET NX PX` per token id. */
 export class RedisReplayStore extends RedisStore implements ReplayStore {
   constructor(options: ScriptedStoreOptions) {
     super("RedisReplayStore", options, "portcullis:jti:");
   }
 
   async setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean> {
-    const at = Math.max(Math.ceil(expiresAt), now + 1);
-    const reply = await this.run(SET_IF_ABSENT, [this.prefix + jti], [at]);
+    const ttl = Math.max(Math.ceil(expiresAt - now), 1);
+    const reply = await this.run(SET_IF_ABSENT, [this.prefix + jti], [ttl]);
     if (reply !== 0 && reply !== 1) throw new TypeError("unexpected reply from the replay script");
     return reply === 1;
   }
@@ -216,7 +218,7 @@ export class RedisDeviceCodeStore extends RedisStore implements DeviceCodeStore 
     const hash = await this.run(GET, [`${this.prefix}uc:${userCodeHash}`], []);
     if (typeof hash !== "string") return undefined;
     const record = await this.getJson<DeviceCodeRecord>(`${this.prefix}dc:${hash}`);
-    return record === undefined || record.expiresAt <= now ? undefined : record;
+    return record === undefined || record.expiresAt <= now ? undefined : withScopeList(record);
   }
 
   async decide(userCodeHash: string, decision: Decision, now: number): Promise<DecideOutcome> {
@@ -307,11 +309,15 @@ export class RedisPendingRequestStore extends RedisStore implements PendingReque
 const GRANT_RETENTION_MS = 30 * 86_400_000;
 
 // KEYS: record, principal set, approver set. ARGV: json, grantId, keepUntil.
+// An index set lives as long as its longest-kept grant, so sets of ended grants go too.
 const GRANT_CREATE = new RedisScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[3])
-redis.call('SADD', KEYS[2], ARGV[2])
-redis.call('SADD', KEYS[3], ARGV[2])
+local keep = redis.call('PTTL', KEYS[1])
+for i = 2, 3 do
+  redis.call('SADD', KEYS[i], ARGV[2])
+  if redis.call('PTTL', KEYS[i]) < keep then redis.call('PEXPIRE', KEYS[i], keep) end
+end
 return 1
 `);
 
@@ -411,8 +417,12 @@ function fixGrant(grant: Grant): Grant {
 
 function parse<T>(reply: unknown): T {
   if (typeof reply !== "string") throw new TypeError("unexpected reply from a device-code script");
-  const value = JSON.parse(reply) as { record?: { scope?: unknown } };
-  // cjson writes an empty scope list as {}.
-  if (value.record !== undefined && !Array.isArray(value.record.scope)) value.record.scope = [];
+  const value = JSON.parse(reply) as { record?: DeviceCodeRecord };
+  if (value.record !== undefined) value.record = withScopeList(value.record);
   return value as T;
+}
+
+// cjson writes an empty scope list as {}, in replies and in every record a script rewrote.
+function withScopeList(record: DeviceCodeRecord): DeviceCodeRecord {
+  return Array.isArray(record.scope) ? record : { ...record, scope: [] };
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 import { guardRedisClient } from "./client.ts";
 
 /**
@@ -97,9 +97,7 @@ export function scriptedStoreOptions(
     throw new InvalidOptionsError(`${store} needs a node-redis v5 client`);
   const prefix = options.prefix ?? defaultPrefix;
   if (typeof prefix !== "string") throw new InvalidOptionsError(`${store} prefix must be a string`);
-  const timeoutMs = options.timeoutMs ?? 1000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
-    throw new InvalidOptionsError(`${store} timeoutMs must be a positive integer`);
+  const timeoutMs = timeoutOption(store, "timeoutMs", options.timeoutMs, 1000);
   // Without an error listener, the first Redis outage would end the process.
   guardRedisClient(client, options.onError);
   return { client, prefix, timeoutMs };

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from "../../core/errors.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 import type { SessionRecord, SessionStore } from "../../session/session-store.ts";
 import { guardRedisClient } from "./client.ts";
 import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
@@ -97,9 +97,7 @@ export class RedisSessionStore implements SessionStore {
     const prefix = options.prefix ?? "portcullis:session:";
     if (typeof prefix !== "string")
       throw new InvalidOptionsError("RedisSessionStore prefix must be a string");
-    const timeoutMs = options.timeoutMs ?? 1000;
-    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
-      throw new InvalidOptionsError("RedisSessionStore timeoutMs must be a positive integer");
+    const timeoutMs = timeoutOption("RedisSessionStore", "timeoutMs", options.timeoutMs, 1000);
     if (options.onError !== undefined && typeof options.onError !== "function")
       throw new InvalidOptionsError("RedisSessionStore onError must be a function");
     guardRedisClient(client, options.onError);
