@@ -286,6 +286,35 @@ describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
     });
   });
 
+  it("gives back an approval only to the poll that consumed it", async () => {
+    const store = make();
+    const record = deviceRecord();
+    await store.create(record, NOW);
+    await store.decide(
+      record.userCodeHash,
+      { status: "approved", subject: "agent", decidedBy: "h" },
+      NOW,
+    );
+    const at = NOW + 10_000;
+    expect((await store.poll(record.deviceCodeHash, record.clientId, at, 5000)).outcome).toBe(
+      "approved",
+    );
+    const release = store.release?.bind(store);
+    expect(release).toBeTypeOf("function");
+    if (release === undefined) return;
+    expect(await release(record.deviceCodeHash, "another-client", at)).toBe(false);
+    expect(await release(record.deviceCodeHash, record.clientId, at + 1)).toBe(false);
+    const racing = await Promise.all(
+      Array.from({ length: 10 }, () => release(record.deviceCodeHash, record.clientId, at)),
+    );
+    expect(racing.filter(Boolean)).toHaveLength(1);
+    const again = await store.poll(record.deviceCodeHash, record.clientId, at + 10_000, 5000);
+    expect(again).toMatchObject({ outcome: "approved", record: { subject: "agent" } });
+    expect(await store.poll(record.deviceCodeHash, record.clientId, at + 20_000, 5000)).toEqual({
+      outcome: "invalid",
+    });
+  });
+
   it("answers pending, slow_down (+5 s each), denied, expired and invalid like the memory store", async () => {
     const store = make();
     const record = deviceRecord();

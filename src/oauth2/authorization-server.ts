@@ -3,6 +3,7 @@ import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
+import { reportError } from "../core/problem.ts";
 import type { KeySet } from "../jwt/keys.ts";
 import { authenticateClient } from "./client-authentication.ts";
 import { type ClientStore, DEVICE_CODE_GRANT, type OAuthClient } from "./clients.ts";
@@ -348,7 +349,7 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
         return oauthError("unsupported_grant_type", "this grant type is not supported");
       if (!client.grantTypes.includes(grantType as never))
         return oauthError("unauthorized_client", "this client may not use this grant type");
-      if (grantType === DEVICE_CODE_GRANT) return await deviceCodeGrant(params, client);
+      if (grantType === DEVICE_CODE_GRANT) return await deviceCodeGrant(params, client, request);
       // Also for a client from a store of its own that lists the grant for a public client.
       if (client.public)
         return oauthError("invalid_client", "client_credentials needs client authentication");
@@ -358,7 +359,11 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
     }
   };
 
-  async function deviceCodeGrant(params: OAuthParameters, client: OAuthClient): Promise<Response> {
+  async function deviceCodeGrant(
+    params: OAuthParameters,
+    client: OAuthClient,
+    request: Request,
+  ): Promise<Response> {
     const deviceCode = params.get("device_code");
     if (deviceCode === undefined) return oauthError("invalid_request", "device_code is missing");
     const result = await service.poll(deviceCode, client.clientId);
@@ -377,13 +382,25 @@ export function authorizationServer(options: AuthorizationServerOptions): Author
       case "invalid":
         return oauthError("invalid_grant", "the device code is invalid or was already used");
     }
-    const issued = await issueAccessToken({
-      client,
-      subject: result.subject,
-      scope: result.scope,
-      approvedBy: result.approvedBy,
-      userCodeHash: result.userCodeHash,
-    });
+    let issued: Awaited<ReturnType<typeof issueAccessToken>>;
+    try {
+      issued = await issueAccessToken({
+        client,
+        subject: result.subject,
+        scope: result.scope,
+        approvedBy: result.approvedBy,
+        userCodeHash: result.userCodeHash,
+      });
+    } catch (error) {
+      // The poll spent the approval; put it back so the retry the 503 invites can succeed.
+      if (await service.release(deviceCode, client.clientId, result.consumedAt)) throw error;
+      // Spent for good: a retry could only fail, so say so, and tell the operator why.
+      if (!(error instanceof StoreUnavailableError)) reportError(onError, error, request);
+      return oauthError(
+        "expired_token",
+        "the approval was lost to a server failure; start a new device authorization",
+      );
+    }
     return tokenResponse(issued, result.scope);
   }
 

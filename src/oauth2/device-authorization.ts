@@ -163,6 +163,8 @@ export type PollResult =
       readonly approvedBy: string;
       /** Identifies the approval: the hash of the user code the human entered. */
       readonly userCodeHash: string;
+      /** When this poll consumed the approval; `release` takes it back with it. */
+      readonly consumedAt: number;
     }
   | { readonly outcome: "pending" | "denied" | "expired" | "invalid" }
   | { readonly outcome: "slow_down"; readonly intervalSeconds: number };
@@ -352,12 +354,32 @@ export class DeviceAuthorizationService {
           scope: record.scope,
           approvedBy: record.decidedBy ?? "",
           userCodeHash: record.userCodeHash,
+          consumedAt: record.lastPolledAt ?? 0,
         };
       }
       case "slow_down":
         return { outcome: "slow_down", intervalSeconds: Math.ceil(result.intervalMs / 1000) };
       default:
         return { outcome: result.outcome };
+    }
+  }
+
+  /**
+   * Gives back an approval `poll` answered when its token could not be issued,
+   * so the client's next poll gets it; `false` when the store cannot (it has
+   * no `release`, or the record moved on). Never throws: the caller is already
+   * answering a failure.
+   */
+  async release(deviceCode: string, clientId: string, consumedAt: number): Promise<boolean> {
+    const store = this.#store;
+    if (typeof store.release !== "function") return false;
+    try {
+      const hash = await sha256(deviceCode);
+      return await this.#call(() =>
+        (store.release as NonNullable<DeviceCodeStore["release"]>)(hash, clientId, consumedAt),
+      );
+    } catch {
+      return false;
     }
   }
 

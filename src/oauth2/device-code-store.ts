@@ -67,6 +67,13 @@ export interface DeviceCodeStore {
     now: number,
     slowDownMs: number,
   ): Promise<PollOutcome>;
+  /**
+   * Puts back an approval whose token could not be issued: a record `clientId`'s
+   * poll consumed at `consumedAt` (its `lastPolledAt`) becomes approved again;
+   * anything else is left as it was and answers `false`. Optional: without it,
+   * an approval whose token failed is spent, and the human approves again.
+   */
+  release?(deviceCodeHash: string, clientId: string, consumedAt: number): Promise<boolean>;
 }
 
 /**
@@ -177,6 +184,19 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
     }
     this.#byDevice.set(deviceCodeHash, { ...record, lastPolledAt: now });
     return { outcome: record.status === "denied" ? "denied" : "pending" };
+  }
+
+  async release(deviceCodeHash: string, clientId: string, consumedAt: number): Promise<boolean> {
+    const record = this.#byDevice.get(deviceCodeHash);
+    if (
+      record === undefined ||
+      record.clientId !== clientId ||
+      record.status !== "consumed" ||
+      record.lastPolledAt !== consumedAt
+    )
+      return false;
+    this.#byDevice.set(deviceCodeHash, { ...record, status: "approved" });
+    return true;
   }
 
   /** How many records are held, live or lingering. */

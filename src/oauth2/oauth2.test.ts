@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bindAuthentication, createAuthentication } from "../core/authentication.ts";
-import { InvalidOptionsError } from "../core/errors.ts";
+import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import { generateKeySet } from "../jwt/keys.ts";
 import { type AuthorizationServerOptions, authorizationServer } from "./authorization-server.ts";
 import {
@@ -506,6 +506,59 @@ describe("endpoints", () => {
     expect((failed as Response).status).toBe(500);
     expect(text).toContain("server_error");
     expect(text).not.toContain("hunter2");
+  });
+
+  it("give an approval back when its token fails, so the retry the 503 invites gets it", async () => {
+    let failures = 1;
+    const { server, service, clock } = await setup({
+      issueAccessToken: async (grant) => {
+        if (failures-- > 0) throw new StoreUnavailableError("grants store down");
+        return { accessToken: `token-for-${grant.subject}`, expiresIn: 120 };
+      },
+    });
+    const begun = await service.begin("agent-1", ["read"]);
+    await service.authorize(human(), begun.user_code, "agent-1");
+    const poll = () =>
+      server.route(
+        form("/oauth/token", { ...post, grant_type: DEVICE_GRANT, device_code: begun.device_code }),
+      );
+    const first = await answer(await poll());
+    expect([first.status, first.body.error]).toEqual([503, "temporarily_unavailable"]);
+    clock.advance(5000);
+    const retried = await answer(await poll());
+    expect([retried.status, retried.body.access_token]).toEqual([200, "token-for-agent-1"]);
+    clock.advance(5000);
+    expect((await answer(await poll())).body.error).toBe("invalid_grant"); // once, still
+  });
+
+  it("say the approval is spent when it cannot be given back", async () => {
+    // A store of one's own without release: the retry could only fail, so the client restarts.
+    const memory = new MemoryDeviceCodeStore();
+    const store: DeviceCodeStore = {
+      create: (...args) => memory.create(...args),
+      findByUserCode: (...args) => memory.findByUserCode(...args),
+      decide: (...args) => memory.decide(...args),
+      poll: (...args) => memory.poll(...args),
+    };
+    const reported: unknown[] = [];
+    const { server, service } = await setup(
+      {
+        issueAccessToken: async () => {
+          throw new Error("boom");
+        },
+        onError: (error) => reported.push(error),
+      },
+      { store },
+    );
+    const begun = await service.begin("agent-1", ["read"]);
+    await service.authorize(human(), begun.user_code, "agent-1");
+    const failed = await answer(
+      await server.route(
+        form("/oauth/token", { ...post, grant_type: DEVICE_GRANT, device_code: begun.device_code }),
+      ),
+    );
+    expect([failed.status, failed.body.error]).toEqual([400, "expired_token"]);
+    expect(reported).toHaveLength(1);
   });
 
   it("issue the token to the subject bound at approval, with the approved scope", async () => {

@@ -155,6 +155,17 @@ if record.status == 'denied' then return cjson.encode({outcome = 'denied'}) end
 return cjson.encode({outcome = 'pending'})
 `);
 
+// KEYS: record. ARGV: clientId, consumedAt. Only the poll that consumed the record undoes it.
+const DEVICE_RELEASE = new RedisScript(`
+local text = redis.call('GET', KEYS[1])
+if not text then return 0 end
+local record = cjson.decode(text)
+if record.clientId ~= ARGV[1] or record.status ~= 'consumed' or record.lastPolledAt ~= tonumber(ARGV[2]) then return 0 end
+record.status = 'approved'
+redis.call('SET', KEYS[1], cjson.encode(record), 'KEEPTTL')
+return 1
+`);
+
 /**
  * Options of `RedisDeviceCodeStore`.
  *
@@ -244,6 +255,16 @@ export class RedisDeviceCodeStore extends RedisStore implements DeviceCodeStore 
         [clientId, now, slowDownMs],
       ),
     );
+  }
+
+  async release(deviceCodeHash: string, clientId: string, consumedAt: number): Promise<boolean> {
+    const reply = await this.run(
+      DEVICE_RELEASE,
+      [`${this.prefix}dc:${deviceCodeHash}`],
+      [clientId, consumedAt],
+    );
+    if (reply !== 0 && reply !== 1) throw new TypeError("unexpected reply from the release script");
+    return reply === 1;
   }
 }
 
