@@ -204,6 +204,18 @@ function deviceRecord(overrides: Partial<DeviceCodeRecord> = {}): DeviceCodeReco
   };
 }
 
+/** A new record, approved for the subject `agent` by `h`. */
+async function approvedRecord(store: DeviceCodeStore): Promise<DeviceCodeRecord> {
+  const record = deviceRecord();
+  await store.create(record, NOW);
+  await store.decide(
+    record.userCodeHash,
+    { status: "approved", subject: "agent", decidedBy: "h" },
+    NOW,
+  );
+  return record;
+}
+
 describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
   it("finds a live code by its user code and refuses a user code held by a live one", async () => {
     const store = make();
@@ -264,13 +276,7 @@ describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
 
   it("consumes an approval exactly once across 20 concurrent polls", async () => {
     const store = make();
-    const record = deviceRecord();
-    await store.create(record, NOW);
-    await store.decide(
-      record.userCodeHash,
-      { status: "approved", subject: "agent", decidedBy: "h" },
-      NOW,
-    );
+    const record = await approvedRecord(store);
     const polls = await Promise.all(
       Array.from({ length: 20 }, () =>
         store.poll(record.deviceCodeHash, record.clientId, NOW + 10_000, 5000),
@@ -288,13 +294,7 @@ describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
 
   it("gives back an approval only to the poll that consumed it", async () => {
     const store = make();
-    const record = deviceRecord();
-    await store.create(record, NOW);
-    await store.decide(
-      record.userCodeHash,
-      { status: "approved", subject: "agent", decidedBy: "h" },
-      NOW,
-    );
+    const record = await approvedRecord(store);
     const at = NOW + 10_000;
     expect((await store.poll(record.deviceCodeHash, record.clientId, at, 5000)).outcome).toBe(
       "approved",

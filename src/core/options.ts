@@ -32,17 +32,8 @@ export function timeoutOption(
   value: unknown,
   fallback: number,
 ): number {
-  const chosen = value ?? fallback;
-  if (
-    typeof chosen !== "number" ||
-    !Number.isSafeInteger(chosen) ||
-    chosen < 1 ||
-    chosen > MAX_TIMEOUT_MS
-  )
-    throw new InvalidOptionsError(
-      `${where}: ${name} must be a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`,
-    );
-  return chosen;
+  const what = `a whole number of milliseconds from 1 to ${MAX_TIMEOUT_MS}`;
+  return integerUpTo(where, name, value ?? fallback, MAX_TIMEOUT_MS, what);
 }
 
 /** `value`, or `fallback` when it is undefined; throws unless it is a positive safe integer. */
@@ -52,8 +43,11 @@ export function positiveInteger(
   value: unknown,
   fallback: number,
 ): number {
-  const chosen = value ?? fallback;
-  if (typeof chosen !== "number" || !Number.isSafeInteger(chosen) || chosen < 1)
-    throw new InvalidOptionsError(`${where}: ${name} must be a positive integer`);
-  return chosen;
+  return integerUpTo(where, name, value ?? fallback, Number.MAX_SAFE_INTEGER, "a positive integer");
+}
+
+function integerUpTo(where: string, name: string, value: unknown, max: number, what: string) {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max)
+    throw new InvalidOptionsError(`${where}: ${name} must be ${what}`);
+  return value;
 }
