@@ -117,6 +117,12 @@ describe.each(replayStores)("ReplayStore: %s", (_name, make) => {
     expect(await store.setIfAbsent(jti, now + 60_000, now + 1000)).toBe(false);
   });
 
+  it("takes a clock with fractions of a millisecond", async () => {
+    const store = make();
+    const now = Date.now() + 0.5;
+    expect(await store.setIfAbsent(unique("jti"), now + 60_000.25, now)).toBe(true);
+  });
+
   it("forgets an id once its token has expired", async () => {
     const store = make();
     const jti = unique("jti");
@@ -177,6 +183,20 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
     expect(again).toMatchObject({ status: "revoked", capabilities: [], revokedAt: NOW + 5 });
     expect(await store.get(g.grantId)).toMatchObject({ status: "revoked", capabilities: [] });
     expect(await store.revoke(unique("none"), undefined, NOW)).toBeUndefined();
+  });
+
+  it("answers ids no row can hold as unknown, and takes times with fractions", async () => {
+    const store = make();
+    expect(await store.get("a\u0000b")).toBeUndefined();
+    expect(await store.revoke("a\u0000b", undefined, NOW)).toBeUndefined();
+    expect(await store.listByPrincipal("a\u0000b")).toEqual([]);
+    expect(await store.listByApprover("a\u0000b")).toEqual([]);
+    const fractional = grant({ createdAt: NOW + 0.5, expiresAt: NOW + 86_400_000.5 });
+    await store.create(fractional);
+    expect((await store.revoke(fractional.grantId, ["a"], NOW + 0.25))?.capabilities).toEqual([
+      "b",
+      "c",
+    ]);
   });
 
   it("loses no revocation when several race on one grant", async () => {

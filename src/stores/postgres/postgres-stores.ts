@@ -112,14 +112,16 @@ export class PostgresReplayStore extends PostgresStore implements ReplayStore {
        ON CONFLICT (jti) DO UPDATE SET expires_at = EXCLUDED.expires_at
        WHERE portcullis_replay.expires_at <= $3
        RETURNING jti`,
-      [jti, Math.ceil(expiresAt), now],
+      [jti, Math.ceil(expiresAt), Math.floor(now)],
     );
     return result.rowCount === 1;
   }
 
   /** Deletes the rows of tokens that have expired; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
-    const result = await this.query("DELETE FROM portcullis_replay WHERE expires_at <= $1", [now]);
+    const result = await this.query("DELETE FROM portcullis_replay WHERE expires_at <= $1", [
+      Math.floor(now),
+    ]);
     return result.rowCount ?? 0;
   }
 }
@@ -147,14 +149,15 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
         grant.status,
         [...grant.capabilities],
         grant.approvedBy,
-        grant.createdAt,
-        grant.expiresAt,
-        grant.revokedAt ?? null,
+        Math.floor(grant.createdAt),
+        Math.ceil(grant.expiresAt),
+        grant.revokedAt === undefined ? null : Math.floor(grant.revokedAt),
       ],
     );
   }
 
   async get(grantId: string): Promise<Grant | undefined> {
+    if (!storable(grantId)) return undefined;
     const result = await this.query("SELECT * FROM portcullis_grants WHERE grant_id = $1", [
       grantId,
     ]);
@@ -163,6 +166,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
   }
 
   async listByPrincipal(principalId: string): Promise<readonly Grant[]> {
+    if (!storable(principalId)) return [];
     const result = await this.query(
       "SELECT * FROM portcullis_grants WHERE principal_id = $1 ORDER BY created_at DESC",
       [principalId],
@@ -171,6 +175,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
   }
 
   async listByApprover(approvedBy: string): Promise<readonly Grant[]> {
+    if (!storable(approvedBy)) return [];
     const result = await this.query(
       "SELECT * FROM portcullis_grants WHERE approved_by = $1 ORDER BY created_at DESC",
       [approvedBy],
@@ -183,6 +188,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
     capabilities: readonly string[] | undefined,
     now: number,
   ): Promise<Grant | undefined> {
+    if (!storable(grantId)) return undefined;
     // One statement, computed from the row as locked: when revocations race,
     // each one re-reads the row the one before it wrote, so none is lost.
     const kept = `COALESCE(ARRAY(
@@ -195,7 +201,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
          revoked_at = CASE WHEN cardinality(${kept}) = 0 THEN COALESCE(revoked_at, $3) ELSE revoked_at END
        WHERE grant_id = $1
        RETURNING *`,
-      [grantId, capabilities === undefined ? null : [...capabilities], now],
+      [grantId, capabilities === undefined ? null : [...capabilities], Math.floor(now)],
     );
     const row = result.rows[0];
     return row === undefined ? undefined : toGrant(row);
@@ -204,10 +210,18 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
   /** Deletes grants that ended more than 30 days ago; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
     const result = await this.query("DELETE FROM portcullis_grants WHERE expires_at <= $1", [
-      now - GRANT_RETENTION_MS,
+      Math.floor(now) - GRANT_RETENTION_MS,
     ]);
     return result.rowCount ?? 0;
   }
+}
+
+/**
+ * PostgreSQL's text cannot hold NUL, so no stored row has it: such an id
+ * names nothing, as in the other stores, rather than failing the query (503).
+ */
+function storable(text: string): boolean {
+  return !text.includes("\u0000");
 }
 
 function toGrant(row: Record<string, unknown>): Grant {
