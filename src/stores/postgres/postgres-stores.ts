@@ -44,7 +44,18 @@ export interface PostgresStoreOptions {
 /** The schema file the package ships, next to this module (in `src/` and in `dist/`). */
 export const MIGRATION_FILE = new URL("./migration.sql", import.meta.url);
 
-/** Options of `migrate`. */
+/**
+ * Options of `migrate`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { migrate } from "portcullis/stores/postgres";
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * await migrate(pool, { timeoutMs: 60_000 }); // instances starting together take turns
+ * ```
+ */
 export interface MigrateOptions {
   /**
    * Rejects when the migration has not finished within this many milliseconds
