@@ -1,3 +1,4 @@
+import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
@@ -377,6 +378,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
           ...(client.name === undefined ? {} : { agentName: client.name }),
           createdAt: now(),
           expiresAt,
+          grantId: randomToken(16),
         }),
       );
     },

@@ -534,6 +534,78 @@ describe("the device flow on the configured clock", () => {
   });
 });
 
+describe("the device flow when the grants store fails", () => {
+  const SECRET = "agent-one-secret-0123456789";
+
+  async function approved(grants: MemoryGrantStore) {
+    const clients = new MemoryClientStore();
+    await clients.register({ clientId: "agent-1", secret: SECRET });
+    t = Date.now();
+    const agents = await setup({ clients, stores: { grants } });
+    const post = async (path: string, body: string) => {
+      const answer = (await agents.route(
+        new Request(`${ISSUER}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: `client_id=agent-1&client_secret=${SECRET}&${body}`,
+        }),
+      )) as Response;
+      return { status: answer.status, body: (await answer.json()) as Record<string, string> };
+    };
+    const begun = await post("/oauth/device_authorization", "scope=a");
+    const human = new Request(`${ISSUER}/device`);
+    bindAuthentication(human, createAuthentication("alice", ["USER"]));
+    expect((await agents.service.authorize(human, begun.body.user_code, "agent-1")).ok).toBe(true);
+    const poll = () =>
+      post(
+        "/oauth/token",
+        `grant_type=urn:ietf:params:oauth:grant-type:device_code&device_code=${begun.body.device_code}`,
+      );
+    return { poll };
+  }
+
+  const created = () => events.filter((event) => event.type === "grant.created");
+
+  it("gives the approval back when the grant cannot be made; the retry makes the one grant", async () => {
+    const grants = new (class extends MemoryGrantStore {
+      failures = 1;
+      override async create(grant: Grant) {
+        if (this.failures-- > 0) throw new Error("grants store down");
+        return super.create(grant);
+      }
+    })();
+    const { poll } = await approved(grants);
+    expect((await poll()).status).toBe(503);
+    t += 6000;
+    const retried = await poll();
+    expect([retried.status, typeof retried.body.access_token]).toEqual([200, "string"]);
+    expect(await grants.listByPrincipal("agent-1")).toHaveLength(1);
+    expect(created()).toHaveLength(1);
+  });
+
+  it("finds the grant a create that failed late had made, and makes no second one", async () => {
+    // The write lands but its answer is lost, and the store stays down a moment longer.
+    const grants = new (class extends MemoryGrantStore {
+      failures = 1;
+      lookups = 1;
+      override async create(grant: Grant) {
+        await super.create(grant);
+        if (this.failures-- > 0) throw new Error("no answer in time");
+      }
+      override async get(grantId: string) {
+        if (this.lookups-- > 0) throw new Error("still down");
+        return super.get(grantId);
+      }
+    })();
+    const { poll } = await approved(grants);
+    expect((await poll()).status).toBe(503);
+    t += 6000;
+    expect((await poll()).status).toBe(200);
+    expect(await grants.listByPrincipal("agent-1")).toHaveLength(1);
+    expect(created()).toHaveLength(1);
+  });
+});
+
 describe("agentAuth options", () => {
   it("throw when misconfigured", async () => {
     const base = {

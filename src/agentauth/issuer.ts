@@ -11,8 +11,10 @@ import type { AgentRuntime } from "./runtime.ts";
  * The access-token issuer of the device flow for agents: on the first
  * successful poll it looks up what the agent asked for with `getByPrincipal`,
  * creates the Grant and mints the first capability token. The device code is
- * single-use, and the pending request is removed here, so one approval makes
- * exactly one grant and one token.
+ * single-use, and the pending request is removed once the grant exists, so one
+ * approval makes exactly one grant and one token. When a step fails, the
+ * device flow gives the approval back and the retry finds the pending request
+ * still there, and the grant under the id the request chose, if it was made.
  */
 export function newAccessTokenIssuer(
   runtime: AgentRuntime,
@@ -30,10 +32,9 @@ export function newAccessTokenIssuer(
       !sameSet(pending.capabilities, scope)
     )
       return { error: "invalid_grant", description: "the approved request is no longer pending" };
-    await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
     const capabilities = pending.capabilities.filter((name) => runtime.registry.has(name));
-    const grant: Grant = {
-      grantId: randomToken(16),
+    let grant: Grant = {
+      grantId: pending.grantId ?? randomToken(16),
       principalId: subject,
       status: "active",
       capabilities,
@@ -41,30 +42,43 @@ export function newAccessTokenIssuer(
       createdAt: now,
       expiresAt: now + grantTtlSeconds * 1000,
     };
-    await runtime.store(() => runtime.grants.create(grant));
+    try {
+      await runtime.store(() => runtime.grants.create(grant));
+    } catch (error) {
+      // A create that failed late (a timeout after the write) may have made this approval's grant.
+      const made =
+        pending.grantId === undefined
+          ? undefined
+          : await runtime.store(() => runtime.grants.get(grant.grantId));
+      if (made === undefined || made.principalId !== subject || made.approvedBy !== approvedBy)
+        throw error;
+      grant = made;
+    }
+    await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
+    const minted = await runtime.tokens.mint({
+      principalId: subject,
+      grantId: grant.grantId,
+      capabilities: grant.capabilities,
+    });
+    // Told once everything held: a failed attempt that is retried tells nothing twice.
     runtime.emit({
       type: "grant.created",
       grantId: grant.grantId,
       principalId: subject,
       approvedBy,
-      capabilities,
+      capabilities: grant.capabilities,
       expiresAt: grant.expiresAt,
-    });
-    const minted = await runtime.tokens.mint({
-      principalId: subject,
-      grantId: grant.grantId,
-      capabilities,
     });
     runtime.emit({
       type: "token.issued",
       grantId: grant.grantId,
       principalId: subject,
       tokenId: minted.jti,
-      capabilities,
+      capabilities: grant.capabilities,
       audience: runtime.urls.execute,
       via: "device_code",
     });
-    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: capabilities };
+    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: grant.capabilities };
   };
 }
 

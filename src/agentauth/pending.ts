@@ -11,6 +11,12 @@ export interface PendingRequest {
   /** Milliseconds since the epoch. */
   readonly createdAt: number;
   readonly expiresAt: number;
+  /**
+   * The id the grant gets when this request is approved, chosen with the
+   * request: an issue retried after a failure finds the grant an earlier
+   * attempt made rather than making a second one.
+   */
+  readonly grantId?: string;
 }
 
 /**
