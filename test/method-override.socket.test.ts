@@ -16,13 +16,21 @@ afterAll(() => {
 });
 
 const securityChain = () =>
-  basicChain([match("DELETE", "/items/**").hasRole("ADMIN"), anyRequest().authenticated()]);
+  basicChain([
+    match("DELETE", "/items/**").hasRole("ADMIN"),
+    match("GET", "/reports/**").hasRole("ADMIN"),
+    anyRequest().authenticated(),
+  ]);
 
-async function hono(): Promise<string> {
+async function hono(override: "form" | "query" = "form"): Promise<string> {
   const app = new Hono();
-  app.use("/items/*", methodOverride({ app }));
+  app.use(
+    "/items/*",
+    override === "form" ? methodOverride({ app }) : methodOverride({ app, query: "_method" }),
+  );
   app.post("/items/:id", (c) => c.text("posted"));
   app.delete("/items/:id", (c) => c.text("deleted"));
+  app.get("/reports/:id", (c) => c.text("report", 200, { "x-row-count": "1342" }));
   const handler = securityChain().wrap(app.fetch);
   return new Promise((resolve) => {
     const server = serve({ fetch: handler, port: 0, hostname: "127.0.0.1" }, (info: AddressInfo) =>
@@ -35,11 +43,15 @@ async function hono(): Promise<string> {
 async function expressApp(): Promise<string> {
   const app = express();
   app.use(expressMiddleware(securityChain()));
-  // What the method-override package does with its default getter, after the chain.
+  // What the method-override package does with its default getter, after the chain: a list of
+  // methods in the header dispatches as its first.
   app.use((req, _res, next) => {
-    const asked = req.get("x-http-method-override");
+    const asked = req.get("x-http-method-override")?.split(",")[0]?.trim();
     if (req.method === "POST" && asked) req.method = asked.toUpperCase();
     next();
+  });
+  app.get("/reports/:id", (_req, res) => {
+    res.set("x-row-count", "1342").send("report");
   });
   app.post("/items/:id", (_req, res) => {
     res.send("posted");
@@ -78,6 +90,41 @@ describe("Hono's methodOverride after the chain", () => {
     expect(await plain.text()).toBe("posted");
   });
 
+  it("cannot do it by repeating the field (Hono dispatches the last)", async () => {
+    const base = await hono();
+    const response = await fetch(`${base}/items/1`, {
+      method: "POST",
+      headers: {
+        authorization: basic("user"),
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: "_method=POST&_method=DELETE",
+    });
+    expect(response.status).toBe(403);
+    expect(await response.text()).not.toBe("deleted");
+  });
+
+  it("cannot do it through a query parameter whose name is percent-encoded", async () => {
+    const base = await hono("query");
+    for (const query of ["_method=DELETE", "%5Fmethod=DELETE", "_%6Dethod=delete"]) {
+      const response = await fetch(`${base}/items/1?${query}`, {
+        method: "POST",
+        headers: { authorization: basic("user") },
+      });
+      expect(response.status, query).toBe(403);
+    }
+  });
+
+  it("runs a GET route for HEAD, so HEAD must pass the GET rule", async () => {
+    const base = await hono();
+    const head = (who: string) =>
+      fetch(`${base}/reports/1`, { method: "HEAD", headers: { authorization: basic(who) } });
+    const asUser = await head("user");
+    expect(asUser.status).toBe(403);
+    expect(asUser.headers.get("x-row-count")).toBeNull();
+    expect((await head("admin")).status).toBe(200);
+  });
+
   it("cannot do it through a multipart form either", async () => {
     const base = await hono();
     const form = new FormData();
@@ -105,6 +152,27 @@ describe("an Express method override after the chain", () => {
     expect(await (await post("admin", { "x-http-method-override": "DELETE" })).text()).toBe(
       "deleted",
     );
+  });
+
+  it("cannot do it with a list of methods in the header (the first is dispatched)", async () => {
+    const base = await expressApp();
+    for (const asked of ["DELETE, POST", "DELETE,X", "delete , post"]) {
+      const response = await fetch(`${base}/items/1`, {
+        method: "POST",
+        headers: { authorization: basic("user"), "x-http-method-override": asked },
+      });
+      expect(response.status, asked).toBe(403);
+    }
+  });
+
+  it("runs a GET route for HEAD, so HEAD must pass the GET rule", async () => {
+    const base = await expressApp();
+    const asUser = await fetch(`${base}/reports/1`, {
+      method: "HEAD",
+      headers: { authorization: basic("user") },
+    });
+    expect(asUser.status).toBe(403);
+    expect(asUser.headers.get("x-row-count")).toBeNull();
   });
 
   it("decides on ?_method= and the other override headers too", async () => {

@@ -2,9 +2,8 @@ import { ANONYMOUS, type Authentication, authenticationFrom } from "../core/auth
 import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
-import { METHOD_OVERRIDE_PARAMETER, overrideMethods } from "../core/method-override.ts";
+import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, normalizePath, ROUTED_PATHS, refusedPathResponse } from "../core/path.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
@@ -84,8 +83,10 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
           if (routed === undefined) return refusedPathResponse();
           if (routed !== path) paths.push(routed);
         }
-        const found = dispatchMethods(request, method);
+        const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
         const overrides = found instanceof Promise ? await found : found;
+        // Routers run a GET route for HEAD: a HEAD must pass as a GET too.
+        if (method === "HEAD" && !overrides.includes("GET")) overrides.push("GET");
         // Usually there is nothing more to check: the one path under the one method passed.
         if (paths.length > 1 || overrides.length > 0) {
           const methods = [method, ...overrides];
@@ -97,23 +98,4 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
         ? forbiddenResponse()
         : unauthorizedResponse(request);
     };
-}
-
-// Form bodies larger than this are decided on their method and overrides outside the body.
-const MAX_OVERRIDE_FORM_BYTES = 64 * 1024;
-
-/**
- * The override methods a request carries: headers and query, and `_method` in
- * a form body. Answered within the call when there is no body to read.
- */
-function dispatchMethods(request: Request, method: string): string[] | Promise<string[]> {
-  const methods = overrideMethods(request);
-  if (method === "GET" || method === "HEAD" || request.body === null) return methods;
-  return withFormOverride(request, methods);
-}
-
-async function withFormOverride(request: Request, methods: string[]): Promise<string[]> {
-  const field = await formField(request, METHOD_OVERRIDE_PARAMETER, MAX_OVERRIDE_FORM_BYTES);
-  if (field !== undefined && field.trim() !== "") methods.push(field.trim().toUpperCase());
-  return methods;
 }

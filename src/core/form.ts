@@ -10,24 +10,31 @@ export async function formField(
   name: string,
   maxBytes: number,
 ): Promise<string | undefined> {
+  return (await formFields(request, name, maxBytes))[0];
+}
+
+/** Every string value of field `name` in a form body, in order; as `formField`, none when unreadable. */
+export async function formFields(
+  request: Request,
+  name: string,
+  maxBytes: number,
+): Promise<string[]> {
   const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data")
-    return undefined;
-  if (request.body === null || request.bodyUsed) return undefined;
+  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data") return [];
+  if (request.body === null || request.bodyUsed) return [];
   // A declared length over the limit is refused without reading a byte.
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return undefined;
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return [];
   const bytes = await readAtMost(request.clone().body, maxBytes);
-  if (bytes === undefined) return undefined;
+  if (bytes === undefined) return [];
   try {
     if (type === "application/x-www-form-urlencoded") {
-      return new URLSearchParams(new TextDecoder().decode(bytes)).get(name) ?? undefined;
+      return new URLSearchParams(new TextDecoder().decode(bytes)).getAll(name);
     }
     const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
       headers: { "content-type": request.headers.get("content-type") as string },
     }).formData();
-    const value = form.get(name);
-    return typeof value === "string" ? value : undefined;
+    return form.getAll(name).filter((value): value is string => typeof value === "string");
   } catch {
-    return undefined; // a malformed form carries no token
+    return []; // a malformed form carries nothing
   }
 }

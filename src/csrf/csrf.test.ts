@@ -240,12 +240,28 @@ describe("method override", () => {
     ["?_method=DELETE", {}, "?_method=DELETE"],
     ["?_method=delete", {}, "?_method=delete"],
     ["?_method=GET&_method=DELETE", {}, "?_method=GET&_method=DELETE"],
+    ["?%5Fmethod=DELETE", {}, "?%5Fmethod=DELETE"],
+    ["?_%6Dethod=delete", {}, "?_%6Dethod=delete"],
+    ["X-HTTP-Method-Override: GET, DELETE", { "x-http-method-override": "GET, DELETE" }, ""],
   ])("checks a GET that asks for another method with %s", async (_label, headers, query) => {
     const { client, token } = await withSession();
     const refused = await client.fetch(`/api/echo${query}`, { headers });
     expect(refused.status).toBe(403);
     const passed = await client.fetch(`/api/echo${query}`, { headers, token });
     expect(passed.status).toBe(200);
+  });
+
+  it("checks an OPTIONS whose form body asks for POST", async () => {
+    const { client, token } = await withSession();
+    const ask = (withToken: boolean) =>
+      client.fetch("/api/echo", {
+        method: "OPTIONS",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "_method=POST&amount=100",
+        ...(withToken ? { token } : {}),
+      });
+    expect((await ask(false)).status).toBe(403);
+    expect((await ask(true)).status).not.toBe(403);
   });
 
   it("lets a GET whose override names a safe method through", async () => {

@@ -2,7 +2,7 @@ import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
 import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
-import { overrideMethods } from "../core/method-override.ts";
+import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { matchPath } from "../core/path.ts";
@@ -111,7 +111,8 @@ export function csrf(options: CsrfOptions = {}): Middleware {
   return (next) =>
     async (request, ...rest) => {
       const method = request.method.toUpperCase();
-      if (SAFE_METHODS.has(method) && !asksForUnsafeMethod(request)) {
+      const asks = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
+      if (!(asks instanceof Promise ? await asks : asks)) {
         // Without a session leg there is nothing to bind a token to: the path is the app's.
         if (
           tokenPathMatches !== undefined &&
@@ -163,9 +164,15 @@ function refuse(detail: string): Response {
   return problemResponse(403, { detail });
 }
 
-/** A safe method whose override header or `_method` parameter asks for another method is treated as unsafe. */
-function asksForUnsafeMethod(request: Request): boolean {
-  return overrideMethods(request).some((method) => !SAFE_METHODS.has(method));
+/**
+ * A safe method whose override header, `_method` parameter or `_method` form
+ * field asks for another method is treated as unsafe. A promise only when
+ * there is a body to read.
+ */
+function asksForUnsafeMethod(request: Request): boolean | Promise<boolean> {
+  const unsafe = (methods: string[]) => methods.some((method) => !SAFE_METHODS.has(method));
+  const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
+  return found instanceof Promise ? found.then(unsafe) : unsafe(found);
 }
 
 function originAllowed(request: Request, trusted: ReadonlySet<string>): boolean {
