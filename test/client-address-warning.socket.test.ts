@@ -1,17 +1,38 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { describe, expect, it } from "vitest";
-import { authz, newHandler, nodeServerClientAddress, rateLimit } from "../src/index.ts";
+import {
+  authz,
+  basicAuth,
+  newHandler,
+  nodeServerClientAddress,
+  passwordCredentials,
+  rateLimit,
+} from "../src/index.ts";
+import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 import { captureWarnings } from "./warnings.ts";
 
 const warnings = captureWarnings();
 
-function listen(options: { clientAddress?: typeof nodeServerClientAddress }) {
+function listen(
+  options: { clientAddress?: typeof nodeServerClientAddress },
+  leg: "rate limit" | "login throttle" = "rate limit",
+) {
   const handler = newHandler(async () => new Response("ok"), {
     headers: false,
     session: false,
     csrf: false,
-    rateLimit: rateLimit({ rules: [{ limit: 100, windowMs: 60_000 }] }),
+    ...(leg === "rate limit"
+      ? { rateLimit: rateLimit({ rules: [{ limit: 100, windowMs: 60_000 }] }) }
+      : {
+          authentication: basicAuth({
+            credentials: passwordCredentials({
+              findUser: () => undefined,
+              passwordEncoder: plainTextEncoder(),
+            }),
+            required: false,
+          }),
+        }),
     authorization: authz.routes([authz.anyRequest().permitAll()]),
     ...options,
   });
@@ -40,6 +61,34 @@ describe("a rate-limit leg that never sees a client address", () => {
       const response = await fetch(`${base}/x`);
       expect(response.status).toBe(200);
       expect(response.headers.get("ratelimit")).toMatch(/;r=99;/);
+    } finally {
+      close();
+    }
+    expect(warnings).toEqual([]);
+  });
+});
+
+describe("a login throttle that never sees a client address", () => {
+  it("warns that its per-client budget does not apply", async () => {
+    const { base, close } = await listen({}, "login throttle");
+    try {
+      const wrong = { authorization: `Basic ${btoa("ann:wrong")}` };
+      expect((await fetch(`${base}/x`, { headers: wrong })).status).toBe(401);
+    } finally {
+      close();
+    }
+    expect(warnings.map((w) => w.code)).toEqual(["PORTCULLIS_NO_CLIENT_ADDRESS"]);
+    expect(warnings[0]?.message).toContain("maxFailuresPerClient");
+  });
+
+  it("stays quiet once the server's client address is passed in", async () => {
+    const { base, close } = await listen(
+      { clientAddress: nodeServerClientAddress },
+      "login throttle",
+    );
+    try {
+      const wrong = { authorization: `Basic ${btoa("ann:wrong")}` };
+      expect((await fetch(`${base}/x`, { headers: wrong })).status).toBe(401);
     } finally {
       close();
     }

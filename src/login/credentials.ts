@@ -9,6 +9,7 @@ import {
 } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
+import { warnOnce } from "../core/warning.ts";
 import { createPasswordEncoder, type PasswordEncoder } from "./password-encoder.ts";
 
 /** A user who signs in with a password, as `findUser` returns it. */
@@ -413,7 +414,14 @@ function throttleSettings(options: LoginThrottleOptions = {}): Throttle {
 
 function defaultClientKey(request: Request): string | undefined {
   const address = clientAddress(request);
-  if (address === undefined) return undefined;
+  if (address === undefined) {
+    // Counting every address-less client together would let one of them lock out everyone.
+    warnOnce(
+      "PORTCULLIS_NO_CLIENT_ADDRESS",
+      "the login throttle saw a request with no client address, so its per-client budget (maxFailuresPerClient) does not apply and one client may try many usernames; pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter",
+    );
+    return undefined;
+  }
   // One IPv6 subscriber holds at least a /64: per address, each guess could come from a new one.
   return addressNetwork(address) ?? address;
 }
