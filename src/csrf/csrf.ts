@@ -1,4 +1,4 @@
-import type { ContextSource } from "../core/context.ts";
+import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
 import { formField } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
@@ -143,6 +143,7 @@ export function csrf(options: CsrfOptions = {}): Middleware {
       if (token === undefined || token === null || !(await verifyToken(session, id, token))) {
         return refuse("The CSRF token is missing or invalid.");
       }
+      bindValue(request, TOKEN_VERIFIED, true);
       return next(request, ...rest);
     };
 }
@@ -158,6 +159,17 @@ export async function csrfToken(source: ContextSource): Promise<string> {
   if (session === undefined)
     throw new PortcullisError("csrf tokens need the session leg in the chain");
   return issueToken(session, await session.ensureId());
+}
+
+// Set when this request's CSRF token was checked and held.
+const TOKEN_VERIFIED = createContextKey<true>("portcullis.csrf.verified");
+
+/**
+ * Whether the CSRF leg checked this request's token and it held. The login
+ * endpoint asks, so it stays guarded whatever paths `alwaysProtect` lists.
+ */
+export function csrfTokenVerified(source: ContextSource): boolean {
+  return contextFrom(source).get(TOKEN_VERIFIED) === true;
 }
 
 function refuse(detail: string): Response {

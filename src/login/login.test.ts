@@ -917,4 +917,39 @@ describe("login() options", () => {
     expect(out.status).toBe(204);
     expect((await client.fetch("/")).status).toBe(401);
   });
+
+  it("refuses a sign-in without a CSRF token on paths the CSRF leg was not told about", async () => {
+    const encoder = cheapEncoder();
+    const hash = await encoder.hash("pw-123");
+    const handler = newHandler(defaultRouter, {
+      session: sessions(),
+      // The default CSRF leg protects /login and /logout only.
+      login: login({
+        credentials: passwordCredentials({
+          findUser: (name) =>
+            name === "bob" ? { name: "bob", authorities: ["USER"], passwordHash: hash } : undefined,
+          passwordEncoder: encoder,
+        }),
+        loginPath: "/signin",
+      }),
+      authorization: authz.routes(defaultRules()),
+    });
+    const forged = await handler(
+      new Request("https://app.example/signin", {
+        method: "POST",
+        headers: { "content-type": JSON_TYPE },
+        body: credentials("bob", "pw-123"),
+      }),
+    );
+    expect(forged.status).toBe(403);
+    expect(forged.headers.getSetCookie()).toEqual([]);
+    const client = new Client(handler, "__Host-portcullis-session");
+    const signedIn = await client.fetch("/signin", {
+      method: "POST",
+      token: await client.csrf(),
+      headers: { "content-type": JSON_TYPE },
+      body: credentials("bob", "pw-123"),
+    });
+    expect(signedIn.status).toBe(200);
+  });
 });

@@ -7,6 +7,7 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
+import { csrfTokenVerified } from "../csrf/csrf.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
 import {
   type LoginUser,
@@ -125,6 +126,9 @@ function loginLeg(options: LoginOptions): Middleware {
       const session = sessionFrom(request);
       if (session === undefined)
         throw new InvalidOptionsError("login needs the session leg in the chain");
+      // Whatever the CSRF leg's alwaysProtect says: a sign-in or sign-out is never forged.
+      if (!csrfTokenVerified(request))
+        return problemResponse(403, { detail: "A session and a CSRF token are required." });
       const form = isForm(request);
 
       if (path === logoutPath) {
