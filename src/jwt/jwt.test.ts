@@ -362,5 +362,71 @@ describe("keys", () => {
     }
     expect(() => jwtSigner({ ...base, ttlSeconds: 0 })).toThrow(InvalidOptionsError);
     expect(() => jwtSigner({ ...base, ttl: 5 } as never)).toThrow(InvalidOptionsError);
+    expect(() => jwtSigner({ ...base, now: "x" } as never)).toThrow(InvalidOptionsError);
+    expect(() => jwtVerifier({ ...base, now: 123 } as never)).toThrow(InvalidOptionsError);
+  });
+
+  it("keeps its own copy of an HMAC secret, whatever the caller does to its buffer", async () => {
+    const secret = new Uint8Array(Buffer.from("k".repeat(32)));
+    const node = Buffer.from("k".repeat(32)); // Buffer#slice is a view, not a copy
+    for (const given of [secret, node]) {
+      const set = await importKeySet({ keys: [{ kid: "h", alg: "HS256", secret: given }] });
+      given.fill(0);
+      const forged = await new SignJWT({ sub: "admin" })
+        .setProtectedHeader({ alg: "HS256", kid: "h", typ: TYP })
+        .setIssuer(ISSUER)
+        .setAudience(AUD)
+        .setIssuedAt()
+        .setExpirationTime("1m")
+        .sign(new Uint8Array(32));
+      await expect(
+        jwtVerifier({ keys: set, typ: TYP, issuer: ISSUER })(forged, { audience: AUD }),
+      ).rejects.toMatchObject({ reason: "signature" });
+    }
+  });
+
+  it("refuses short HMAC secrets per hash, small RSA keys and mismatched pairs when imported", async () => {
+    // jose will not make one; Web Crypto will.
+    const weak = (await crypto.subtle.generateKey(
+      {
+        name: "RSASSA-PKCS1-v1_5",
+        modulusLength: 1024,
+        publicExponent: new Uint8Array([1, 0, 1]),
+        hash: "SHA-256",
+      },
+      true,
+      ["sign", "verify"],
+    )) as CryptoKeyPair;
+    const other = await generateKeyPair("EdDSA", { extractable: true });
+    for (const options of [
+      { keys: [{ kid: "a", alg: "HS384", secret: "x".repeat(47) }] },
+      { keys: [{ kid: "a", alg: "HS512", secret: "x".repeat(63) }] },
+      {
+        keys: [{ kid: "a", alg: "RS256", privateKey: weak.privateKey, publicKey: weak.publicKey }],
+      },
+      { keys: [{ kid: "a", alg: "RS256", publicKey: await exportSPKI(weak.publicKey) }] },
+      {
+        keys: [{ kid: "a", alg: "EdDSA", privateKey: pair.privateKey, publicKey: other.publicKey }],
+      },
+    ]) {
+      await expect(importKeySet(options as never)).rejects.toThrow(InvalidOptionsError);
+    }
+    await expect(
+      importKeySet({ keys: [{ kid: "a", alg: "HS512", secret: "x".repeat(64) }] }),
+    ).resolves.toBeTruthy();
+  });
+
+  it("keeps the token's claims out of a failure's cause", async () => {
+    const { token } = await jwtSigner({ keys, typ: TYP, issuer: ISSUER })({
+      subject: "a",
+      audience: AUD,
+      claims: { ssn: "123-45-6789" },
+    });
+    const error = await jwtVerifier({ keys, typ: TYP, issuer: "https://other.example" })(token, {
+      audience: AUD,
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(JwtInvalidError);
+    const { inspect } = await import("node:util");
+    expect(inspect(error, { depth: 5 })).not.toContain("123-45-6789");
   });
 });

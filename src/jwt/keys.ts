@@ -1,5 +1,7 @@
 import {
+  CompactSign,
   type CryptoKey,
+  compactVerify,
   exportJWK,
   generateKeyPair,
   importJWK,
@@ -18,6 +20,7 @@ export type JwtAlgorithm = AsymmetricAlgorithm | SymmetricAlgorithm;
 
 const ASYMMETRIC: readonly string[] = ["EdDSA", "ES256", "ES384", "PS256", "RS256"];
 const SYMMETRIC: readonly string[] = ["HS256", "HS384", "HS512"];
+const HMAC_BYTES: Record<SymmetricAlgorithm, number> = { HS256: 32, HS384: 48, HS512: 64 };
 const KID = /^[A-Za-z0-9._~-]{1,64}$/;
 
 /** A key given as a JWK, a PEM string (PKCS#8 private, SPKI public) or an imported `CryptoKey`. */
@@ -190,11 +193,14 @@ async function importOne(input: KeyInput): Promise<ImportedKey> {
     rejectUnknownKeys(`importKeySet: key ${kid}`, input, ["kid", "alg", "secret"]);
     const { secret } = input as SymmetricKeyInput;
     const bytes = typeof secret === "string" ? new TextEncoder().encode(secret) : secret;
-    if (!(bytes instanceof Uint8Array) || bytes.length < 32)
+    // RFC 7518 §3.2: at least as long as the hash's output.
+    const least = HMAC_BYTES[alg as SymmetricAlgorithm];
+    if (!(bytes instanceof Uint8Array) || bytes.length < least)
       throw new InvalidOptionsError(
-        `importKeySet: key ${kid}: an HMAC secret needs at least 32 bytes`,
+        `importKeySet: key ${kid}: an ${alg} secret needs at least ${least} bytes`,
       );
-    const copy = bytes.slice();
+    // A copy of our own: slice() on a Node Buffer is a view, which a caller wiping its buffer would empty.
+    const copy = new Uint8Array(bytes);
     return { kid, alg, verifyKey: copy, signKey: copy };
   }
   if (!ASYMMETRIC.includes(alg))
@@ -217,6 +223,17 @@ async function importOne(input: KeyInput): Promise<ImportedKey> {
       throw new InvalidOptionsError(`importKeySet: key ${kid}: publicKey is not a public key`);
     if (signKey !== undefined && signKey.type !== "private")
       throw new InvalidOptionsError(`importKeySet: key ${kid}: privateKey is not a private key`);
+    for (const key of [verifyKey, signKey]) {
+      const bits = (key?.algorithm as { modulusLength?: number } | undefined)?.modulusLength;
+      if (bits !== undefined && bits < 2048)
+        throw new InvalidOptionsError(
+          `importKeySet: key ${kid}: an RSA key needs at least 2048 bits, not ${bits}`,
+        );
+    }
+    if (signKey !== undefined && !(await pairs(signKey, verifyKey, asymmetric)))
+      throw new InvalidOptionsError(
+        `importKeySet: key ${kid}: privateKey and publicKey are not one key pair`,
+      );
     const { kty, crv, x, y, n, e } = await exportJWK(verifyKey);
     const publicJwk = Object.fromEntries(
       Object.entries({ kty, crv, x, y, n, e, kid, alg, use: "sig" }).filter(
@@ -272,6 +289,23 @@ function publicHalfOf(privateKey: KeyMaterial | undefined): JWK | undefined {
     ...rest
   } = privateKey as JWK & { oth?: unknown };
   return rest;
+}
+
+/** Whether a token `signKey` signs is one `verifyKey` verifies: a mismatched pair signs nothing usable. */
+async function pairs(
+  signKey: CryptoKey,
+  verifyKey: CryptoKey,
+  alg: AsymmetricAlgorithm,
+): Promise<boolean> {
+  const probe = await new CompactSign(new TextEncoder().encode("portcullis key probe"))
+    .setProtectedHeader({ alg })
+    .sign(signKey);
+  try {
+    await compactVerify(probe, verifyKey, { algorithms: [alg] });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // What Web Crypto calls each algorithm's keys; a key made for one must not be pinned to another.

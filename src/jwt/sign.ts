@@ -85,6 +85,7 @@ export function jwtSigner(options: JwtSignerOptions): JwtSigner {
   const issuer = checkIssuer("jwtSigner", options.issuer);
   const defaultTtl = positiveSeconds("jwtSigner", "ttlSeconds", options.ttlSeconds ?? 120);
   const now = options.now ?? Date.now;
+  if (typeof now !== "function") throw new InvalidOptionsError("jwtSigner: now must be a function");
   const key = signing.signKey as CryptoKey | Uint8Array;
   const header = { alg: signing.alg, typ, kid: signing.kid };
 

@@ -106,6 +106,8 @@ export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   if (!Number.isInteger(maxLength) || maxLength < 64)
     throw new InvalidOptionsError("jwtVerifier: maxTokenLength must be a whole number, 64 or more");
   const now = options.now;
+  if (now !== undefined && typeof now !== "function")
+    throw new InvalidOptionsError("jwtVerifier: now must be a function");
 
   return async (token, expected) => {
     const audience = expected?.audience;
@@ -174,7 +176,15 @@ function translate(error: unknown): JwtInvalidError {
     reason = error.claim === "nbf" ? "not_yet_valid" : "claims";
   else if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported)
     reason = "header";
-  return new JwtInvalidError(reason, "the token failed verification", { cause: error });
+  return new JwtInvalidError(reason, "the token failed verification", { cause: claimless(error) });
+}
+
+/** jose's claim errors carry the whole payload; the cause keeps what failed, not the claims. */
+function claimless(error: unknown): unknown {
+  if (!(error instanceof errors.JOSEError)) return error;
+  const copy = new Error(error.message);
+  copy.name = error.name;
+  return Object.assign(copy, { code: error.code });
 }
 
 function fail(reason: JwtFailureReason, message: string, cause?: unknown): never {
