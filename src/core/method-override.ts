@@ -54,7 +54,9 @@ export function overrideMethodsWithForm(
   maxFormBytes: number,
 ): string[] | Promise<string[]> {
   const methods = overrideMethods(request);
-  if (request.body === null) return methods;
+  // GET and HEAD carry no body in Fetch; asking would make some servers build their Request.
+  if (request.method === "GET" || request.method === "HEAD" || request.body === null)
+    return methods;
   return formFields(request, METHOD_OVERRIDE_PARAMETER, maxFormBytes).then((fields) => {
     for (const field of fields) add(methods, field);
     return methods;

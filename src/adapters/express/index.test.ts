@@ -54,6 +54,38 @@ describe("expressMiddleware", () => {
     expect(seen).toEqual(["uma"]);
   });
 
+  it("stays up, and never runs the route, when something else answered while the chain ran", async () => {
+    let ran = 0;
+    const slow: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        await new Promise((resolve) => setTimeout(resolve, 120));
+        const response = await next(request, ...rest);
+        response.headers.set("x-frame-options", "DENY");
+        return response;
+      };
+    const app = express();
+    // What a request-timeout middleware does: answer first, and let the rest run on.
+    app.use((_req, res, next) => {
+      setTimeout(() => {
+        if (!res.headersSent) res.status(503).send("timed out");
+      }, 30);
+      next();
+    });
+    app.use(expressMiddleware(slow));
+    app.get("/", (_req, res) => {
+      ran++;
+      res.send("ok");
+    });
+    served = await serveListener(app);
+    expect((await fetch(served.url)).status).toBe(503);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Still serving: the late pass neither threw out of the process nor ran the route.
+    expect((await fetch(served.url)).status).toBe(503);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(ran).toBe(0);
+  });
+
   it("answers a denied HEAD without a body and never calls next", async () => {
     let ran = 0;
     const deny: Middleware = () => async () => new Response("no", { status: 403 });

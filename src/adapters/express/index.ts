@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Middleware } from "../../core/handler.ts";
+import { reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { applyHeaders, writeResponse } from "../../node/response.ts";
@@ -43,7 +44,17 @@ export function expressMiddleware(
           writeResponse(res, outcome.response, req.method).catch(() => res.destroy());
           return;
         }
-        applyHeaders(res, outcome.headers);
+        // Someone else answered while the chain ran (a timeout middleware, say): the
+        // response is theirs, and the route must not run. Never a throw here: it would
+        // escape to the process.
+        if (res.headersSent) return;
+        try {
+          applyHeaders(res, outcome.headers);
+        } catch (error) {
+          reportError(options.onError, error, outcome.request);
+          res.status(500).end();
+          return;
+        }
         next();
       },
       // The runner catches everything; should it still fail, answer without going on.

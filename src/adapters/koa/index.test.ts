@@ -40,6 +40,28 @@ describe("koaMiddleware", () => {
     expect(response.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
   });
 
+  it("leaves a shared thrown error as it was, so no request's headers reach another", async () => {
+    const notFound = Object.assign(new Error("not found"), { status: 404, expose: true });
+    const perRequest: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        const response = await next(request, ...rest);
+        response.headers.set("access-control-allow-origin", request.headers.get("origin") ?? "");
+        return response;
+      };
+    served = await serveListener(
+      app(koaMiddleware(perRequest), () => {
+        throw notFound;
+      }).callback(),
+    );
+    for (const origin of ["https://a.example", "https://b.example"]) {
+      const response = await fetch(served.url, { headers: { origin } });
+      expect(response.status).toBe(404);
+      expect(response.headers.get("access-control-allow-origin")).toBe(origin);
+    }
+    expect((notFound as { headers?: unknown }).headers).toBeUndefined();
+  });
+
   it("keeps a bodiless answer's status (Koa would turn a null body into 204)", async () => {
     const redirect: Middleware = () => async () =>
       new Response(null, { status: 303, headers: { location: "/next" } });

@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
@@ -16,9 +17,10 @@ export type { AdapterOptions } from "../../node/chain-runner.ts";
  * context is bound to `ctx`, `ctx.request` and `ctx.req`
  * (`mustAuthentication(ctx)` works), body bytes the chain read are put back
  * for whatever reads `ctx.req`, and `next` runs exactly once. Koa clears every
- * header when a downstream middleware throws; the legs' headers are handed to
- * Koa's error response through `error.headers`. The chain decides on
- * `ctx.originalUrl`, the raw path the routers route on.
+ * header when a downstream middleware throws; the legs' headers are put back
+ * when its error answer's head is written (the error's own headers win), and
+ * the thrown error is left as it was: an app may throw one shared object. The
+ * chain decides on `ctx.originalUrl`, the raw path the routers route on.
  */
 export function koaMiddleware(
   chain: Middleware | Chain,
@@ -43,7 +45,7 @@ export function koaMiddleware(
     try {
       await next();
     } catch (error) {
-      keepHeaders(error, outcome.headers);
+      restoreOnHead(ctx.res, outcome.headers);
       throw error;
     }
   };
@@ -65,20 +67,19 @@ function respond(ctx: Context, response: Response): void {
   for (const cookie of response.headers.getSetCookie()) ctx.res.appendHeader("set-cookie", cookie);
 }
 
-/** Koa's error response starts from `error.headers`; put the legs' headers there. */
-function keepHeaders(error: unknown, headers: Headers): void {
-  if (typeof error !== "object" || error === null || Object.isFrozen(error)) return;
-  const own = (error as { headers?: unknown }).headers;
-  const merged: Record<string, string | string[]> = {};
-  for (const [name, value] of headers) {
-    if (name !== "set-cookie" && name !== "content-length") merged[name] = value;
-  }
-  const cookies = headers.getSetCookie();
-  if (cookies.length > 0) merged["set-cookie"] = cookies;
-  try {
-    (error as { headers?: unknown }).headers =
-      typeof own === "object" && own !== null ? { ...merged, ...(own as object) } : merged;
-  } catch {
-    // A read-only `headers`: Koa answers without the legs' headers.
-  }
+/**
+ * Puts the legs' headers back, where absent, when the error answer's head is
+ * written: Koa removes every header before it sets the error's own.
+ */
+function restoreOnHead(res: ServerResponse, headers: Headers): void {
+  if (res.headersSent) return;
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    res.writeHead = writeHead;
+    if (!res.headersSent) {
+      const present = new Set(res.getHeaderNames());
+      applyHeaders(res, headers, (name) => present.has(name));
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
 }
