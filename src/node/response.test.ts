@@ -175,4 +175,38 @@ describe("writeResponse", () => {
     controller.abort();
     await gone;
   });
+
+  it("cancels a body waiting for its next chunk when the client goes away", async () => {
+    // A server-sent-events source: one event, then nothing until something happens.
+    let cancelled: () => void = () => {};
+    const gone = new Promise<string>((resolve) => {
+      cancelled = () => resolve("cancelled");
+    });
+    served = await serveListener((req, res) => {
+      let sent = false;
+      const body = new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            if (sent) return new Promise<void>(() => {});
+            sent = true;
+            controller.enqueue(new TextEncoder().encode("data: hello\n\n"));
+          },
+          cancel() {
+            cancelled();
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      void writeResponse(res, new Response(body), req.method);
+    });
+    const controller = new AbortController();
+    const answer = await fetch(served.url, { signal: controller.signal });
+    await answer.body?.getReader().read();
+    controller.abort();
+    const outcome = await Promise.race([
+      gone,
+      new Promise<string>((resolve) => setTimeout(() => resolve("still held"), 1000)),
+    ]);
+    expect(outcome).toBe("cancelled");
+  });
 });

@@ -150,6 +150,9 @@ export async function pipeBody(
   const onClose = () => {
     closed = true;
     wake?.();
+    // A read may be waiting on a source with nothing to say yet (server-sent events): cancel
+    // it now, so the source learns the client left and lets go of what it holds.
+    reader.cancel().catch(() => {});
   };
   const onDrain = () => wake?.();
   res.on("close", onClose);
@@ -161,6 +164,7 @@ export async function pipeBody(
         return;
       }
       const { done, value } = await reader.read();
+      if (closed) return;
       if (done) break;
       if (!res.write(value) && !closed) {
         await new Promise<void>((resolve) => {
