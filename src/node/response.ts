@@ -139,7 +139,10 @@ function applyHeadersOf(res: ServerResponse, response: Response): void {
   for (const cookie of response.headers.getSetCookie()) res.appendHeader("set-cookie", cookie);
 }
 
-/** Streams a Web body into `res`, respecting backpressure; ends `res` when done. */
+/**
+ * Streams a Web body into `res`, respecting backpressure; ends `res` when done.
+ * Rejects with the body's own error, once the connection is cut, when the body fails.
+ */
 export async function pipeBody(
   res: ServerResponse,
   body: ReadableStream<Uint8Array>,
@@ -174,10 +177,12 @@ export async function pipeBody(
       }
     }
     res.end();
-  } catch {
-    // A body that fails half-way cannot be answered any more: cut the connection.
+  } catch (error) {
+    // A body that fails half-way cannot be answered any more: cut the connection, and let the
+    // caller report why.
     res.destroy();
     await reader.cancel().catch(() => {});
+    throw error;
   } finally {
     res.removeListener("close", onClose);
     res.removeListener("drain", onDrain);

@@ -140,7 +140,9 @@ function answered(
   }
   try {
     closeAfterEarlyError(req, res, response.status);
-    settle(res, built, writeResponseNow(res, response, req.method));
+    settle(res, built, writeResponseNow(res, response, req.method), (error) =>
+      onError(error, built.request),
+    );
   } catch {
     res.destroy();
     built.tap?.discard();
@@ -167,9 +169,20 @@ function failed(
   built.tap?.discard();
 }
 
-function settle(res: ServerResponse, built: Built, written: Promise<void> | undefined): void {
+function settle(
+  res: ServerResponse,
+  built: Built,
+  written: Promise<void> | undefined,
+  report?: (error: unknown) => void,
+): void {
   if (written === undefined) built.tap?.discard();
-  else written.finally(() => built.tap?.discard()).catch(() => res.destroy());
+  else
+    written
+      .finally(() => built.tap?.discard())
+      .catch((error) => {
+        res.destroy();
+        report?.(error); // the handler's body failed half-way: its operator should hear why
+      });
 }
 
 /**

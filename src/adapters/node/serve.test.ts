@@ -98,3 +98,35 @@ describe("serveFetch server timeouts", () => {
     expect(() => serveFetch(handler, { headerTimeout: 1000 } as never)).toThrow(/headerTimeout/);
   });
 });
+
+describe("serveFetch streamed answers", () => {
+  it("cuts the connection and tells onError when the handler's body fails half-way", async () => {
+    const reported: unknown[] = [];
+    const failure = new Error("the feed broke");
+    const server = await serveFetch(
+      () => {
+        let sent = false;
+        const body = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (sent) return controller.error(failure);
+            sent = true;
+            controller.enqueue(new TextEncoder().encode("first"));
+          },
+        });
+        return new Response(body);
+      },
+      { port: 0, onError: (error) => reported.push(error) },
+    );
+    servers.push(server);
+    const port = (server.address() as AddressInfo).port;
+    const outcome = await fetch(`http://127.0.0.1:${port}/`)
+      .then((answer) => answer.text())
+      .then(
+        () => "whole",
+        () => "cut",
+      );
+    expect(outcome).toBe("cut");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(reported).toEqual([failure]);
+  });
+});
