@@ -1,3 +1,4 @@
+import { withEndpoints } from "../core/authentication.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
@@ -15,7 +16,7 @@ import {
   userCodeHash,
 } from "../oauth2/device-authorization.ts";
 import { type DeviceCodeStore, MemoryDeviceCodeStore } from "../oauth2/device-code-store.ts";
-import { agentCredentials } from "./agent-credentials.ts";
+import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
 import {
   type AgentApprovalLookup,
   type AgentApproveOptions,
@@ -35,6 +36,7 @@ import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import { resolveSession } from "./resolve-session.ts";
 import { type AgentRuntime, emitter } from "./runtime.ts";
 import { capabilityTokens } from "./token.ts";
+import { agentError } from "./wire.ts";
 
 export interface AgentAuthPaths {
   /** @default "/.well-known/agent-configuration" */
@@ -362,7 +364,8 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     service,
     clients: options.clients,
     keys,
-    scopes: (name) => registry.has(name),
+    // A list, so the metadata publishes it as `scopes_supported`.
+    scopes: registry.all().map((capability) => capability.name),
     issueAccessToken: newAccessTokenIssuer(runtime, grantTtlSeconds),
     clientCredentials: capabilityRefreshGrant(runtime),
     paths: { deviceAuthorization: paths.deviceAuthorization, token: paths.token, jwks: paths.jwks },
@@ -391,7 +394,21 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     ...(options.providerName === undefined ? {} : { providerName: options.providerName }),
     ...(options.description === undefined ? {} : { description: options.description }),
   });
-  const capabilities = capabilitiesHandler({ registry, discoveryUrl: urls.discovery });
+  const listing = capabilitiesHandler({ registry, discoveryUrl: urls.discovery });
+  // The list authenticates agents itself, so a refused credential is answered in the agent shape.
+  const capabilities: Handler = async (request, ...rest) => {
+    const check = await checkAgentCredentials(request, options.clients, storeTimeoutMs);
+    if (check.outcome === "unavailable")
+      return agentError("temporarily_unavailable", "the client store is unavailable", {
+        retryAfter: 1,
+      });
+    if (check.outcome === "refused")
+      return agentError("authentication_required", "these client credentials are not accepted", {
+        challenges: [`AgentAuth discovery="${urls.discovery}"`],
+      });
+    if (check.outcome === "verified") bindAgent(request, check.client);
+    return listing(request, ...rest);
+  };
   const execute = executeHandler(runtime, {
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   });
@@ -400,6 +417,13 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     [paths.capabilities, capabilities],
     [paths.execute, execute],
   ]);
+
+  const oauthPaths = new Set(Object.values(oauth.paths));
+  // The same test as `route`: exactly the requests it serves authenticate themselves.
+  const serves = (request: Request) => {
+    const path = pathOfUrl(request.url);
+    return byPath.has(path) || oauthPaths.has(path);
+  };
 
   return Object.freeze({
     route: async (request: Request) => {
@@ -412,7 +436,10 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     approve: agentApproveHandler(runtime, service, {
       ...(options.approvalResponse === undefined ? {} : { respond: options.approvalResponse }),
     }),
-    authenticator: agentCredentials({ clients: options.clients, storeTimeoutMs }),
+    authenticator: withEndpoints(
+      agentCredentials({ clients: options.clients, storeTimeoutMs }),
+      serves,
+    ),
     resolveSession: (location: string) => resolveSession(runtime, location),
     describe: (request: Request, userCode: unknown) =>
       describeAgentRequest(runtime, service, request, userCode),

@@ -2,6 +2,7 @@ import {
   AUTHORIZATION_VERIFIED,
   bindAuthentication,
   createAuthentication,
+  endpointAuthenticates,
 } from "../core/authentication.ts";
 import { bindValue } from "../core/context.ts";
 import { withDeadline } from "../core/deadline.ts";
@@ -10,7 +11,7 @@ import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
 import { parseBasicClient, verifyClientSecret } from "../oauth2/client-authentication.ts";
-import type { ClientStore } from "../oauth2/clients.ts";
+import type { ClientStore, OAuthClient } from "../oauth2/clients.ts";
 import { AGENT_AUTHORITY } from "./resolve-session.ts";
 
 /**
@@ -42,13 +43,58 @@ export interface AgentCredentialsOptions {
   readonly storeTimeoutMs?: number;
 }
 
+/** What an `Authorization: Basic` header says about an agent. */
+export type AgentCredentialCheck =
+  | { readonly outcome: "absent" }
+  /** Malformed, an unknown client id or a wrong secret: told apart by nothing, time included. */
+  | { readonly outcome: "refused" }
+  | { readonly outcome: "unavailable" }
+  | { readonly outcome: "verified"; readonly client: OAuthClient };
+
+/**
+ * Checks `Authorization: Basic` as an agent's client credentials. An unknown
+ * client id costs the same secret comparison as a wrong secret.
+ */
+export async function checkAgentCredentials(
+  request: Request,
+  clients: ClientStore,
+  timeoutMs: number,
+): Promise<AgentCredentialCheck> {
+  const header = request.headers.get("authorization");
+  if (header === null || !/^basic(?: |$)/i.test(header)) return { outcome: "absent" };
+  const presented = header.length > 4096 ? undefined : parseBasicClient(header);
+  if (presented === undefined) return { outcome: "refused" };
+  let client: OAuthClient | undefined;
+  try {
+    client = await withDeadline(clients.get(presented.id), timeoutMs, "the client store");
+  } catch {
+    return { outcome: "unavailable" };
+  }
+  if (!(await verifyClientSecret(client, presented.secret)) || client === undefined)
+    return { outcome: "refused" };
+  return { outcome: "verified", client };
+}
+
+/** Binds `client` as the request's principal, with the authority `AGENT`. */
+export function bindAgent(request: Request, client: OAuthClient): void {
+  bindValue(request, AUTHORIZATION_VERIFIED, true);
+  bindAuthentication(
+    request,
+    createAuthentication(client.clientId, [AGENT_AUTHORITY], { kind: client.kind }),
+  );
+}
+
 /**
  * An authenticator for the chain's `authentication` slot: a request whose
  * `Authorization: Basic` names a registered agent client (client id or API
- * key id, form-urlencoded as at the token endpoint) is authenticated as that
- * agent, with the authority `AGENT`. A wrong secret is 401. A Basic header
- * naming no agent is left to the authenticators after this one (`basicAuth`
- * for humans). Capability tokens are never accepted here.
+ * key id, form-urlencoded as at the token endpoint) with its secret is
+ * authenticated as that agent, with the authority `AGENT`. Any other Basic
+ * header, an unknown client id and a wrong secret alike, is left to the
+ * authenticators after this one (`basicAuth` for humans, which answers a
+ * failed one), so no answer tells which client ids exist; with none after it,
+ * the request goes on as anonymous. Requests the chain marked
+ * `ENDPOINT_AUTHENTICATES` are left alone. Capability tokens are never
+ * accepted here.
  */
 export function agentCredentials(options: AgentCredentialsOptions): Middleware {
   rejectUnknownKeys("agentCredentials", options, ["clients", "storeTimeoutMs"]);
@@ -63,27 +109,11 @@ export function agentCredentials(options: AgentCredentialsOptions): Middleware {
   );
   return (next) =>
     async (request, ...rest) => {
-      const header = request.headers.get("authorization");
-      if (header === null || !/^basic /i.test(header) || header.length > 4096)
-        return next(request, ...rest);
-      const presented = parseBasicClient(header);
-      if (presented === undefined) return next(request, ...rest);
-      let client: Awaited<ReturnType<ClientStore["get"]>>;
-      try {
-        client = await withDeadline(clients.get(presented.id), timeoutMs, "the client store");
-      } catch {
+      if (endpointAuthenticates(request)) return next(request, ...rest);
+      const check = await checkAgentCredentials(request, clients, timeoutMs);
+      if (check.outcome === "unavailable")
         return problemResponse(503, { headers: { "retry-after": "1" } });
-      }
-      if (client === undefined) return next(request, ...rest);
-      if (!(await verifyClientSecret(client, presented.secret)))
-        return problemResponse(401, {
-          headers: { "www-authenticate": 'Basic realm="agents", charset="UTF-8"' },
-        });
-      bindValue(request, AUTHORIZATION_VERIFIED, true);
-      bindAuthentication(
-        request,
-        createAuthentication(client.clientId, [AGENT_AUTHORITY], { kind: client.kind }),
-      );
+      if (check.outcome === "verified") bindAgent(request, check.client);
       return next(request, ...rest);
     };
 }

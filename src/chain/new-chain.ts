@@ -1,4 +1,10 @@
-import { ANONYMOUS, AUTHENTICATION } from "../core/authentication.ts";
+import {
+  ANONYMOUS,
+  AUTHENTICATION,
+  ENDPOINT_AUTHENTICATES,
+  type EndpointMatcher,
+  endpointsOf,
+} from "../core/authentication.ts";
 import {
   type ClientAddressFunction,
   type ClientAddressOptions,
@@ -216,6 +222,8 @@ export function newChain(options: SecurityOptions): Chain {
     if (split.beforeSession) legs.push(split.beforeSession);
   } else if (rateLimitLeg) legs.push(rateLimitLeg);
   if (session) legs.push(session);
+  const endpoints = authenticators.flatMap((leg) => endpointsOf(leg) ?? []);
+  if (endpoints.length > 0) legs.push(markEndpoints(endpoints));
   legs.push(...authenticators);
   if (split) legs.push(split.afterAuthentication);
   if (csrfLeg) legs.push(csrfLeg);
@@ -284,6 +292,20 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
       } catch (error) {
         return internalErrorResponse(onError, error, request);
       }
+    };
+}
+
+/**
+ * The one place that decides, for every authenticator whatever their order,
+ * that a request to an endpoint authenticating its own callers (declared by an
+ * authenticator, as `agents.authenticator` does) is that endpoint's to answer.
+ */
+function markEndpoints(endpoints: readonly EndpointMatcher[]): Middleware {
+  return (next) =>
+    async (request, ...rest) => {
+      if (endpoints.some((matches) => matches(request)))
+        bindValue(request, ENDPOINT_AUTHENTICATES, true);
+      return next(request, ...rest);
     };
 }
 

@@ -1,5 +1,6 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "./context.ts";
 import { NoAuthenticationError } from "./errors.ts";
+import type { Middleware } from "./handler.ts";
 
 /** The principal the chain resolved for a request. */
 export interface Authentication {
@@ -86,3 +87,37 @@ function isAuthentication(value: object): value is Authentication {
  * (an agent's client credentials), so later authenticators leave it alone.
  */
 export const AUTHORIZATION_VERIFIED = createContextKey<true>("portcullis.authorization-verified");
+
+/**
+ * Set by the chain, before any authenticator runs, on a request to an endpoint
+ * that authenticates its callers itself and answers in its own protocol (the
+ * OAuth and agent endpoints). Its `Authorization` header is the endpoint's:
+ * authenticators neither verify it nor answer for it, so a failure is never
+ * answered in the chain's shape, and a client id never reaches a password check.
+ */
+export const ENDPOINT_AUTHENTICATES = createContextKey<true>("portcullis.endpoint-authenticates");
+
+/** Which requests go to an endpoint that authenticates its callers itself. */
+export type EndpointMatcher = (request: Request) => boolean;
+
+const endpointMatchers = new WeakMap<Middleware, EndpointMatcher>();
+
+/**
+ * Attaches to an authenticator the endpoints that authenticate themselves
+ * (`agents.authenticator` carries the agent and OAuth endpoints): a chain
+ * holding it marks their requests with `ENDPOINT_AUTHENTICATES`.
+ */
+export function withEndpoints(authenticator: Middleware, endpoints: EndpointMatcher): Middleware {
+  endpointMatchers.set(authenticator, endpoints);
+  return authenticator;
+}
+
+/** The endpoints an authenticator declared with `withEndpoints`, if any. */
+export function endpointsOf(authenticator: Middleware): EndpointMatcher | undefined {
+  return endpointMatchers.get(authenticator);
+}
+
+/** Whether the chain marked `source` as going to an endpoint that authenticates itself. */
+export function endpointAuthenticates(source: ContextSource): boolean {
+  return contextFrom(source).get(ENDPOINT_AUTHENTICATES) === true;
+}

@@ -6,6 +6,7 @@ export {
   authenticationFrom,
   bindAuthentication,
   createAuthentication,
+  ENDPOINT_AUTHENTICATES,
   isAuthenticated,
   mustAuthentication,
 } from "./authentication.ts";

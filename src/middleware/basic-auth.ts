@@ -2,6 +2,7 @@ import {
   AUTHORIZATION_VERIFIED,
   bindAuthentication,
   createAuthentication,
+  endpointAuthenticates,
 } from "../core/authentication.ts";
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
@@ -88,8 +89,13 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
     async (request, ...rest) => {
       if (required || request.headers.get("sec-fetch-mode") !== "navigate")
         addChallenge(request, challenge);
-      // An earlier authenticator (an agent's client credentials) verified the header.
-      if (contextFrom(request).get(AUTHORIZATION_VERIFIED) === true) return next(request, ...rest);
+      // An earlier authenticator (an agent's client credentials) verified the header, or the
+      // endpoint authenticates its callers itself and answers in its own protocol.
+      if (
+        contextFrom(request).get(AUTHORIZATION_VERIFIED) === true ||
+        endpointAuthenticates(request)
+      )
+        return next(request, ...rest);
       const header = request.headers.get("authorization");
       if (header === null || !/^basic(?: |$)/i.test(header)) {
         return required ? unauthorizedResponse(request) : next(request, ...rest);
