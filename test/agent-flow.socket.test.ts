@@ -245,8 +245,47 @@ describe("an agent, end to end over the socket", () => {
     ]);
   });
 
+  it("publishes a description and the capability names as scopes_supported by default", async () => {
+    const discovery = (await (
+      await fetch(`${issuer}/.well-known/agent-configuration`)
+    ).json()) as Record<string, unknown>;
+    expect(discovery.description).toBe("Capabilities of Notes for agents a human has approved.");
+    const metadata = (await (
+      await fetch(`${issuer}/.well-known/oauth-authorization-server`)
+    ).json()) as Record<string, unknown>;
+    expect(metadata.scopes_supported).toEqual(["add_note", "export_notes", "read_notes"]);
+    // openid-client reads the same metadata.
+    const config = await discover();
+    expect(config.serverMetadata().scopes_supported).toEqual([
+      "add_note",
+      "export_notes",
+      "read_notes",
+    ]);
+  });
+
+  it("mints the first token of a grant of location capabilities for their location", async () => {
+    const { config, tokens } = await approvedAgent("export_notes");
+    expect(tokens.scope).toBe("export_notes");
+    const exported = await fetch(`${issuer}/files/export`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect([exported.status, await exported.json()]).toEqual([200, { exportedFor: KEY_ID }]);
+    // A refresh without resource= is for the same place: nothing is executable here.
+    const fresh = await oidc.clientCredentialsGrant(config);
+    expect(fresh.scope).toBe("export_notes");
+    const again = await fetch(`${issuer}/files/export`, {
+      headers: { authorization: `Bearer ${fresh.access_token}` },
+    });
+    expect(again.status).toBe(200);
+    await expect(
+      oidc.clientCredentialsGrant(config, { resource: `${issuer}/capability/execute` }),
+    ).rejects.toMatchObject({ error: "invalid_target" });
+  });
+
   it("serves a location capability only through resolveSession, with a token minted for that location", async () => {
     const { config, tokens } = await approvedAgent("export_notes read_notes");
+    // A mixed grant: the first token is for execute, with the executable capabilities only.
+    expect(tokens.scope).toBe("read_notes");
     const dispatched = await execute(tokens.access_token, "export_notes");
     expect([dispatched.status, dispatched.body.error, dispatched.body.location]).toEqual([
       400,

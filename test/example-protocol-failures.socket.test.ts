@@ -199,3 +199,23 @@ describe("the example's agent endpoints answer in the agent shape", () => {
     expect(answer.passwordChecks).toBe(0);
   });
 });
+
+describe("discovery probing the example", () => {
+  it.each(["/.well-known/openid-configuration", "/.well-known/oauth-protected-resource"])(
+    "GET %s answers 404 with no challenge",
+    async (path) => {
+      const response = await fetch(`${base}${path}`);
+      expect(response.status).toBe(404);
+      expect(response.headers.get("www-authenticate")).toBeNull();
+    },
+  );
+
+  it("still serves the documents that exist", async () => {
+    for (const path of [
+      "/.well-known/agent-configuration",
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/jwks.json",
+    ])
+      expect((await fetch(`${base}${path}`)).status).toBe(200);
+  });
+});

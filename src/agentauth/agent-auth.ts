@@ -121,7 +121,7 @@ export interface AgentAuthOptions {
   /**
    * A short text for discovery, telling agents what the service offers.
    *
-   * @default none — discovery carries no `description`
+   * @default "Capabilities of <provider name> for agents a human has approved."
    */
   readonly description?: string;
   /**

@@ -34,9 +34,10 @@ export interface DiscoveryOptions {
    */
   readonly providerName?: string;
   /**
-   * A short text telling agents what the service offers.
+   * A short text telling agents what the service offers (the Agent Auth
+   * draft requires one).
    *
-   * @default none — the document carries no `description`
+   * @default "Capabilities of <provider name> for agents a human has approved."
    */
   readonly description?: string;
 }
@@ -55,10 +56,12 @@ export function discoveryHandler(options: DiscoveryOptions): Handler {
     "description",
   ]);
   const { urls, oauth } = options;
+  const providerName = options.providerName ?? new URL(urls.issuer).host;
   const document = JSON.stringify({
     version: AGENT_AUTH_VERSION,
-    provider_name: options.providerName ?? new URL(urls.issuer).host,
-    ...(options.description === undefined ? {} : { description: options.description }),
+    provider_name: providerName,
+    description:
+      options.description ?? `Capabilities of ${providerName} for agents a human has approved.`,
     issuer: urls.issuer,
     default_location: urls.execute,
     algorithms: [],
