@@ -115,12 +115,17 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
       if (capability === undefined)
         return deny("capability_not_found", "no capability has this name", context);
       const granted = claims.capabilities.filter((held) => grant.capabilities.includes(held));
-      if (!granted.includes(name))
-        return deny("capability_not_granted", "the capability is not granted", context);
-      if (capability.location !== undefined || capability.handler === undefined)
+      // Granted but served elsewhere: execute tokens never carry it, so say where it lives.
+      if (
+        (capability.location !== undefined || capability.handler === undefined) &&
+        grant.capabilities.includes(name)
+      )
         return deny("wrong_location", "this capability is served at its own location", context, {
           location: capability.location,
         });
+      // (A capability without a handler was answered above whenever it is granted.)
+      if (!granted.includes(name) || capability.handler === undefined)
+        return deny("capability_not_granted", "the capability is not granted", context);
       const errors = capability.check(body.arguments);
       if (errors.length > 0)
         return deny("invalid_request", "the arguments do not match the input schema", context, {

@@ -4,7 +4,7 @@ import type {
   ClientCredentialsHandler,
 } from "../oauth2/authorization-server.ts";
 import type { Grant } from "./grants.ts";
-import { refreshCapabilityToken } from "./refresh.ts";
+import { refreshCapabilityToken, tokenTarget } from "./refresh.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /**
@@ -12,7 +12,11 @@ import type { AgentRuntime } from "./runtime.ts";
  * successful poll it looks up what the agent asked for with `getByPrincipal`,
  * creates the Grant and mints the first capability token. The device code is
  * single-use, and the pending request is removed once the grant exists, so one
- * approval makes exactly one grant and one token. When a step fails, the
+ * approval makes exactly one grant and one token. That token is for the
+ * execute URL and carries the grant's executable capabilities; a grant of
+ * capabilities served only at their own locations gets one for the location
+ * of the first. Tokens for the other locations come from `client_credentials`
+ * with `resource`. When a step fails, the
  * device flow gives the approval back and the retry finds the pending request
  * still there, and the grant under the id the request chose, if it was made.
  */
@@ -55,10 +59,16 @@ export function newAccessTokenIssuer(
       grant = made;
     }
     await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
+    // One audience per token: the first is for where the grant's capabilities can be used.
+    const target = tokenTarget(runtime.registry, grant.capabilities, runtime.urls.execute) ?? {
+      audience: runtime.urls.execute,
+      capabilities: grant.capabilities,
+    };
     const minted = await runtime.tokens.mint({
       principalId: subject,
       grantId: grant.grantId,
-      capabilities: grant.capabilities,
+      capabilities: target.capabilities,
+      audience: target.audience,
     });
     // Told once everything held: a failed attempt that is retried tells nothing twice.
     runtime.emit({
@@ -74,11 +84,11 @@ export function newAccessTokenIssuer(
       grantId: grant.grantId,
       principalId: subject,
       tokenId: minted.jti,
-      capabilities: grant.capabilities,
-      audience: runtime.urls.execute,
+      capabilities: target.capabilities,
+      audience: target.audience,
       via: "device_code",
     });
-    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: grant.capabilities };
+    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: target.capabilities };
   };
 }
 

@@ -17,7 +17,12 @@ export interface RefreshRequest {
    * @default all of them
    */
   readonly capabilities?: readonly string[];
-  /** The execute URL (default) or the `location` of a granted capability. */
+  /**
+   * The execute URL or the `location` of a granted capability; the token
+   * carries only the capabilities served there.
+   *
+   * @default the execute URL when any capability asked for is served there, else the location of the first
+   */
   readonly audience?: string;
 }
 
@@ -54,7 +59,6 @@ export async function refreshCapabilityToken(
   const now = tokens.now();
   const wanted =
     request.capabilities === undefined ? undefined : [...new Set(request.capabilities)];
-  const audience = request.audience ?? tokens.executeUrl;
   const active = (await grants.listByPrincipal(principalId)).filter(
     (grant) => grant.principalId === principalId && effectiveStatus(grant, now) === "active",
   );
@@ -64,11 +68,14 @@ export async function refreshCapabilityToken(
       wanted === undefined || wanted.every((name) => candidate.capabilities.includes(name)),
   );
   if (grant === undefined) return { ok: false, reason: "capability_not_granted" };
-  let capabilities = wanted ?? [...grant.capabilities];
-  if (audience !== tokens.executeUrl) {
-    capabilities = capabilities.filter((name) => registry.get(name)?.location === audience);
-    if (capabilities.length === 0) return { ok: false, reason: "invalid_audience" };
-  }
+  const target = tokenTarget(
+    registry,
+    wanted ?? grant.capabilities,
+    tokens.executeUrl,
+    request.audience,
+  );
+  if (target === undefined) return { ok: false, reason: "invalid_audience" };
+  const { capabilities, audience } = target;
   const token = await tokens.mint({
     principalId,
     grantId: grant.grantId,
@@ -76,4 +83,31 @@ export async function refreshCapabilityToken(
     audience,
   });
   return { ok: true, token, grant, capabilities, audience };
+}
+
+/**
+ * Where a token for `capabilities` can be used, and which of them it carries:
+ * each capability is served at the execute URL or at its own `location`, and
+ * a token has one audience. `audience` given: the capabilities served there
+ * (`undefined` if none). Not given: the execute URL with the executable ones
+ * when there are any, else the location of the first, with those served
+ * there, so no token is minted where it could never be used.
+ */
+export function tokenTarget(
+  registry: CapabilityRegistry,
+  capabilities: readonly string[],
+  executeUrl: string,
+  audience?: string,
+): { readonly audience: string; readonly capabilities: readonly string[] } | undefined {
+  const servedAt = (name: string) => registry.get(name)?.location ?? executeUrl;
+  const first = capabilities[0];
+  const target =
+    audience ??
+    (first === undefined || capabilities.some((name) => servedAt(name) === executeUrl)
+      ? executeUrl
+      : servedAt(first));
+  const carried = capabilities.filter((name) => servedAt(name) === target);
+  // An empty set names nothing: a token for the execute URL (then refused at use) as before.
+  if (carried.length === 0 && capabilities.length > 0) return undefined;
+  return { audience: target, capabilities: carried };
 }
