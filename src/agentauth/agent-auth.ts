@@ -216,7 +216,12 @@ export interface AgentAuth {
   readonly execute: Handler;
   /** The approval form's handler (`POST user_code` + `action`), for your page behind the session. */
   readonly approve: Handler;
-  /** For the chain's `authentication` slot: agents authenticate with their client credentials. */
+  /**
+   * For the chain's `authentication` slot: agents authenticate with their
+   * client credentials. It also tells the chain which requests `route` serves:
+   * there no authenticator touches `Authorization`, and each endpoint answers
+   * every failure in its own protocol (OAuth `invalid_client`, agent `{error, message}`).
+   */
   readonly authenticator: Middleware;
   /** Middleware protecting a capability's `location`. */
   resolveSession(location: string): Middleware;

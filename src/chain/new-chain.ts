@@ -82,6 +82,9 @@ export interface SecurityOptions {
   readonly session?: Middleware | false;
   /**
    * Authenticators that run after the session lookup, such as `basicAuth({ required: false })`.
+   * Endpoints an authenticator declares as authenticating their own callers
+   * (`agents.authenticator` declares the agent and OAuth endpoints) are left
+   * to answer for themselves by every authenticator, whatever the order.
    *
    * @default none — only the session can sign a request in
    */
