@@ -1,8 +1,13 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { routes } from "../authz/routes.ts";
+import { match } from "../authz/rules.ts";
+import { newHandler } from "../chain/new-chain.ts";
 import { bindAuthentication, createAuthentication } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
 import { jwtSigner } from "../jwt/sign.ts";
+import { passwordCredentials } from "../login/credentials.ts";
+import { basicAuth } from "../middleware/basic-auth.ts";
 import { MemoryClientStore } from "../oauth2/clients.ts";
 import { type AgentAuth, type AgentAuthOptions, agentAuth } from "./agent-auth.ts";
 import { type CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
@@ -627,5 +632,52 @@ describe("agentAuth options", () => {
         JSON.stringify(Object.keys(bad)),
       ).rejects.toThrow(InvalidOptionsError);
     }
+  });
+});
+
+describe("agentAuth behind a chain whose basicAuth comes first", () => {
+  it("still leaves the agent and OAuth endpoints to answer a refused credential themselves", async () => {
+    let checked = 0;
+    const credentials = passwordCredentials({
+      findUser: () => undefined,
+      passwordEncoder: {
+        hash: async (password) => `{plain}${password}`,
+        verify: async () => {
+          checked++;
+          return false;
+        },
+        needsRehash: () => false,
+      },
+    });
+    const clients = new MemoryClientStore();
+    await clients.register({ clientId: "agent-1", secret: "agent-1-secret-0123456789" });
+    const agents = await setup({ clients });
+    const handle = newHandler(
+      async (request) => (await agents.route(request)) ?? new Response(null, { status: 404 }),
+      {
+        authentication: [basicAuth({ credentials, required: false }), agents.authenticator],
+        authorization: routes([
+          match("POST", "/oauth/token").permitAll(),
+          match("GET", "/capability/list").permitAll(),
+        ]),
+      },
+    );
+    const wrong = `Basic ${btoa("agent-1:wrong-secret-0123456789")}`;
+    const token = await handle(
+      new Request(`${ISSUER}/oauth/token`, {
+        method: "POST",
+        headers: { authorization: wrong, "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect([token.status, await token.json()]).toMatchObject([401, { error: "invalid_client" }]);
+    const list = await handle(
+      new Request(`${ISSUER}/capability/list`, { headers: { authorization: wrong } }),
+    );
+    expect([list.status, await list.json()]).toMatchObject([
+      401,
+      { error: "authentication_required" },
+    ]);
+    expect(checked).toBe(0);
   });
 });
