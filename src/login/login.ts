@@ -1,11 +1,11 @@
 import { createAuthentication } from "../core/authentication.ts";
-import { readAtMost } from "../core/body.ts";
+import { readRequestBody } from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
-import { problemResponse } from "../core/problem.ts";
+import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 import { csrfTokenVerified } from "../csrf/csrf.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
@@ -204,10 +204,10 @@ async function readCredentials(
   ) {
     return problemResponse(415, { detail: "Send the credentials as JSON or as a form." });
   }
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) return problemResponse(413);
-  const bytes = await readAtMost(request.body, maxBytes);
-  if (bytes === undefined) return problemResponse(413);
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome === "too_large") return problemResponse(413);
+  if (read.outcome === "unreadable") return unreadableBodyResponse();
+  const { bytes } = read;
   let username: unknown;
   let password: unknown;
   let next: unknown;
