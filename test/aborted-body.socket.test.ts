@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
+import { serve } from "@hono/node-server";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { nodeListener, serveFetch } from "../src/adapters/node/index.ts";
 import { authz, login, newChain, passwordCredentials, sessions } from "../src/index.ts";
@@ -41,6 +42,18 @@ async function viaServeFetch(onError: (error: unknown) => void): Promise<number>
   return (server.address() as AddressInfo).port;
 }
 
+/** As `npm start` serves the example: `@hono/node-server` in front of the chain's Fetch handler. */
+async function viaHonoNodeServer(onError: (error: unknown) => void): Promise<number> {
+  const handler = chain(onError).wrap(async (request) => new Response(await request.text()));
+  const server = await new Promise<Server>((resolve) => {
+    const started = serve({ fetch: handler, port: 0, hostname: "127.0.0.1" }, () =>
+      resolve(started as Server),
+    );
+  });
+  servers.push(server);
+  return (server.address() as AddressInfo).port;
+}
+
 async function token(port: number): Promise<{ cookie: string; token: string }> {
   const response = await fetch(`http://127.0.0.1:${port}/csrf`);
   const cookie = (response.headers.getSetCookie()[0] ?? "").split(";")[0] as string;
@@ -70,6 +83,7 @@ function send(port: number, head: string, finish: "abort" | "garble"): Promise<s
 describe.each([
   ["nodeListener", viaNodeListener],
   ["serveFetch", viaServeFetch],
+  ["@hono/node-server", viaHonoNodeServer],
 ])("%s: a body the client breaks off or garbles while a leg reads it", (_name, start) => {
   it("is no 500 and no logged failure, and the server keeps serving", async () => {
     const onError = vi.fn();
