@@ -7,12 +7,13 @@ import {
 } from "node:http";
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
-import { InvalidOptionsError, isBodyReadError } from "../../core/errors.ts";
+import { InvalidOptionsError } from "../../core/errors.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
-import { problemResponse, reportError } from "../../core/problem.ts";
+import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
+import { isRequestBodyFailure } from "../../node/body-failure.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { installLightResponses } from "../../node/light-response.ts";
 import { buildRequest } from "../../node/request.ts";
@@ -54,8 +55,11 @@ export function nodeListener(
         try {
           await listener(req, res);
         } catch (error) {
-          onError(error, undefined);
-          failResponse(res);
+          if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
+          else {
+            onError(error, undefined);
+            failResponse(res);
+          }
         }
       })
       .catch((error) => {
@@ -63,6 +67,19 @@ export function nodeListener(
         failResponse(res);
       });
   };
+}
+
+/**
+ * The client broke off or garbled the body the app was reading: a 400 when
+ * someone is left to read it, else a quiet close; nothing to report.
+ */
+function unreadableBody(req: IncomingMessage, res: ServerResponse): void {
+  if (res.headersSent || res.destroyed || req.socket?.destroyed !== false) {
+    res.destroy();
+    return;
+  }
+  closeAfterEarlyError(req, res, 400);
+  writeResponse(res, unreadableBodyResponse(), req.method).catch(() => res.destroy());
 }
 
 /** A bare 500, or a cut connection when the head is already out. */
@@ -157,11 +174,10 @@ function failed(
   error: unknown,
   onError: OnError,
 ): void {
-  if (isBodyReadError(error)) {
+  if (isRequestBodyFailure(req, error)) {
     // The client broke off or garbled its body: nothing to report.
-    const answer = problemResponse(400, { detail: "The request body could not be read." });
     closeAfterEarlyError(req, res, 400);
-    settle(res, built, writeResponse(res, answer, req.method));
+    settle(res, built, writeResponse(res, unreadableBodyResponse(), req.method));
     return;
   }
   onError(error, built.request);
