@@ -140,6 +140,9 @@ function loginLeg(options: LoginOptions): Middleware {
 
       const presented = await readCredentials(request, maxBodyBytes);
       if (presented instanceof Response) return presented;
+      // Settled before anything is saved: a sign-in must not be stored and then fail to answer.
+      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
+      const back = form ? sameOriginPath(presented.next) : undefined;
       const check = await credentials.check(request, presented.username, presented.password);
       if (check.outcome === "throttled" || check.outcome === "unavailable")
         return refusedResponse(check);
@@ -150,8 +153,6 @@ function loginLeg(options: LoginOptions): Middleware {
       }
       const { user } = check;
       await signIn(session, user);
-      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
-      const back = form ? sameOriginPath(presented.next) : undefined;
       if (back !== undefined) return redirect(back);
       if (form && options.successRedirect) return redirect(options.successRedirect);
       return Response.json(
