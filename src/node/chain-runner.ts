@@ -15,7 +15,7 @@ import { warnOnce } from "../core/warning.ts";
 import type { Chain } from "../middleware/chain.ts";
 import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
-import { drainOutboxOnHead } from "./response.ts";
+import { closeAfterEarlyError, drainOutboxOnHead } from "./response.ts";
 
 /**
  * Options every Node framework adapter takes.
@@ -98,8 +98,16 @@ export function chainRunner(
     passed: false,
     response: internalErrorResponse(options.onError, error, request),
   });
+  return async (message, res, ...rest) => {
+    const outcome = await decide(message, res, ...rest);
+    // An error the chain answered before the body was read closes the connection.
+    if (!outcome.passed) closeAfterEarlyError(message, res, outcome.response.status);
+    return outcome;
+  };
 
-  return async (message, res, target, bindTo, frameworkTrustsProxy, routedTarget) => {
+  async function decide(
+    ...[message, res, target, bindTo, frameworkTrustsProxy, routedTarget]: Parameters<ChainRunner>
+  ): Promise<ChainOutcome> {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target, true, { response: res });
@@ -179,7 +187,7 @@ export function chainRunner(
     if (!isResponse(response))
       return fail(new TypeError("the chain answered a non-Response"), request);
     return { passed: false, response: outbox.drainIntoResponse(response) };
-  };
+  }
 }
 
 /**

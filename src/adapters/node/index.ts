@@ -17,7 +17,12 @@ import { isRequestBodyFailure } from "../../node/body-failure.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { installLightResponses } from "../../node/light-response.ts";
 import { buildRequest } from "../../node/request.ts";
-import { applyHeaders, writeResponse, writeResponseNow } from "../../node/response.ts";
+import {
+  applyHeaders,
+  closeAfterEarlyError,
+  writeResponse,
+  writeResponseNow,
+} from "../../node/response.ts";
 
 export { BodyUnavailableError } from "../../node/body-tap.ts";
 export {
@@ -227,17 +232,6 @@ export interface FetchListenerOptions extends Pick<AdapterOptions, "onError"> {
    * @default false
    */
   readonly lightResponses?: boolean;
-}
-
-/**
- * An error answered before the request body was read (a 413 for a declared
- * length over the limit, say): the connection closes once the answer is out,
- * so the client cannot keep streaming a body nobody will read.
- */
-function closeAfterEarlyError(req: IncomingMessage, res: ServerResponse, status: number): void {
-  if (status < 400 || req.complete || res.headersSent) return;
-  res.setHeader("connection", "close");
-  res.once("finish", () => req.socket?.destroySoon?.());
 }
 
 /**
