@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
 import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
+import { checkAdapterOptions } from "../core/options.ts";
 import { outboxOf, whenQueued } from "../core/outbox.ts";
 import {
   isPassThrough,
@@ -93,6 +94,7 @@ export function chainRunner(
   middleware: Middleware | Chain,
   options: AdapterOptions = {},
 ): ChainRunner {
+  checkAdapterOptions("chainRunner", options);
   const mw = toMiddleware(middleware);
   const fail = (error: unknown, request: Request | undefined): ChainOutcome => ({
     passed: false,

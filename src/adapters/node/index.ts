@@ -9,7 +9,7 @@ import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
@@ -49,6 +49,7 @@ export function nodeListener(
   options: AdapterOptions = {},
 ): RequestListener {
   if (typeof listener !== "function") throw new TypeError("nodeListener needs a request listener");
+  checkAdapterOptions("nodeListener", options);
   const run = chainRunner(chain, options);
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
@@ -110,7 +111,7 @@ export function toNodeListener(
   options: FetchListenerOptions = {},
 ): RequestListener {
   if (typeof handler !== "function") throw new TypeError("toNodeListener needs a Fetch handler");
-  rejectUnknownKeys("toNodeListener", options, ["onError", "lightResponses"]);
+  checkAdapterOptions("toNodeListener", options, ["lightResponses"]);
   if (options.lightResponses !== undefined && typeof options.lightResponses !== "boolean")
     throw new InvalidOptionsError("toNodeListener: lightResponses must be true or false");
   if (options.lightResponses === true) installLightResponses();
@@ -305,11 +306,7 @@ const SERVE_DEFAULTS = {
  * `ServeOptions`), checking every second rather than Node's default 30 s.
  */
 export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
-  rejectUnknownKeys("serveFetch", options, [
-    "onError",
-    "lightResponses",
-    ...Object.keys(SERVE_DEFAULTS),
-  ]);
+  checkAdapterOptions("serveFetch", options, ["lightResponses", ...Object.keys(SERVE_DEFAULTS)]);
   const settings = { ...SERVE_DEFAULTS, ...options };
   for (const name of ["headersTimeout", "requestTimeout", "keepAliveTimeout"] as const) {
     if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
