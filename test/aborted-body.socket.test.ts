@@ -1,5 +1,7 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
+import { text } from "node:stream/consumers";
+import { serve } from "@hono/node-server";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { nodeListener, serveFetch } from "../src/adapters/node/index.ts";
 import { authz, login, newChain, passwordCredentials, sessions } from "../src/index.ts";
@@ -41,6 +43,18 @@ async function viaServeFetch(onError: (error: unknown) => void): Promise<number>
   return (server.address() as AddressInfo).port;
 }
 
+/** As `npm start` serves the example: `@hono/node-server` in front of the chain's Fetch handler. */
+async function viaHonoNodeServer(onError: (error: unknown) => void): Promise<number> {
+  const handler = chain(onError).wrap(async (request) => new Response(await request.text()));
+  const server = await new Promise<Server>((resolve) => {
+    const started = serve({ fetch: handler, port: 0, hostname: "127.0.0.1" }, () =>
+      resolve(started as Server),
+    );
+  });
+  servers.push(server);
+  return (server.address() as AddressInfo).port;
+}
+
 async function token(port: number): Promise<{ cookie: string; token: string }> {
   const response = await fetch(`http://127.0.0.1:${port}/csrf`);
   const cookie = (response.headers.getSetCookie()[0] ?? "").split(";")[0] as string;
@@ -70,6 +84,7 @@ function send(port: number, head: string, finish: "abort" | "garble"): Promise<s
 describe.each([
   ["nodeListener", viaNodeListener],
   ["serveFetch", viaServeFetch],
+  ["@hono/node-server", viaHonoNodeServer],
 ])("%s: a body the client breaks off or garbles while a leg reads it", (_name, start) => {
   it("is no 500 and no logged failure, and the server keeps serving", async () => {
     const onError = vi.fn();
@@ -88,5 +103,90 @@ describe.each([
     expect(onError).not.toHaveBeenCalled();
     expect(consoleError).not.toHaveBeenCalled();
     expect((await fetch(`http://127.0.0.1:${port}/csrf`)).status).toBe(200);
+  });
+});
+
+describe("nodeListener: a body the client breaks off or garbles while the app reads it", () => {
+  async function start(read: (req: IncomingMessage) => Promise<string>) {
+    const onError = vi.fn();
+    const consoleError = vi.spyOn(console, "error").mockImplementation(() => {});
+    const app = newChain({
+      session: sessions({ secure: false }),
+      authorization: authz.routes([authz.anyRequest().permitAll()]),
+      onError,
+    });
+    const server = createServer(
+      nodeListener(app, async (req, res) => res.end(await read(req)), { onError }),
+    );
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { port: (server.address() as AddressInfo).port, onError, consoleError };
+  }
+
+  const readers: [string, (req: IncomingMessage) => Promise<string>][] = [
+    [
+      "for await",
+      async (req) => {
+        let body = "";
+        for await (const chunk of req) body += chunk;
+        return body;
+      },
+    ],
+    ["stream/consumers", (req) => text(req)],
+    [
+      "'data' and 'error' events",
+      (req) =>
+        new Promise((resolve, reject) => {
+          let body = "";
+          req.on("data", (chunk) => {
+            body += chunk;
+          });
+          req.on("end", () => resolve(body));
+          req.on("error", reject);
+        }),
+    ],
+  ];
+
+  it.each(readers)("reading with %s: no 500, nothing reported", async (_name, read) => {
+    const { port, onError, consoleError } = await start(read);
+    const head = (framing: string) =>
+      `POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/octet-stream\r\n${framing}\r\n`;
+    const aborted = await send(port, head("Content-Length: 200\r\n"), "abort");
+    const garbled = await send(port, head("Transfer-Encoding: chunked\r\n"), "garble");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    expect(aborted).toBe("");
+    expect(garbled).toMatch(/^HTTP\/1\.1 400/);
+    expect(onError).not.toHaveBeenCalled();
+    expect(consoleError).not.toHaveBeenCalled();
+    const whole = await fetch(`http://127.0.0.1:${port}/upload`, { method: "POST", body: "all" });
+    expect(await whole.text()).toBe("all");
+  });
+});
+
+describe("nodeListener: the app's own failures stay reported", () => {
+  it("a connection reset of the app's upstream, after the body arrived whole, is a reported 500", async () => {
+    const onError = vi.fn();
+    const app = newChain({
+      session: sessions({ secure: false }),
+      authorization: authz.routes([authz.anyRequest().permitAll()]),
+      onError,
+    });
+    const server = createServer(
+      nodeListener(
+        app,
+        async (req) => {
+          await text(req);
+          throw Object.assign(new Error("upstream reset"), { code: "ECONNRESET" });
+        },
+        { onError },
+      ),
+    );
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const response = await fetch(`http://127.0.0.1:${port}/`, { method: "POST", body: "whole" });
+    expect(response.status).toBe(500);
+    expect(onError).toHaveBeenCalledTimes(1);
   });
 });

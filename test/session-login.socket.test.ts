@@ -167,6 +167,28 @@ describe("sessions, CSRF and login over the socket (example app)", () => {
     await expect(staff.json()).resolves.toMatchObject({ area: "staff", name: "sam" });
   });
 
+  it("sends a form sign-in back to a next beyond Latin-1 percent-encoded, never a 500 after the sign-in was saved", async () => {
+    for (const [next, location] of [
+      ["/notes/\u65e5\u8a18?q=\u2603#\u00e9", "/notes/%E6%97%A5%E8%A8%98?q=%E2%98%83#%C3%A9"],
+      ["/caf\u00e9", "/caf%C3%A9"],
+    ] as const) {
+      const client = new SocketClient();
+      const token = await client.token();
+      const response = await client.fetch("/login", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          _csrf: token,
+          username: "sam",
+          password: password("sam"),
+          next,
+        }).toString(),
+      });
+      expect([response.status, response.headers.get("location")], next).toEqual([303, location]);
+      expect((await client.fetch("/staff/reports")).status).toBe(200);
+    }
+  });
+
   it("refuses state-changing requests without a valid token or from another site", async () => {
     const client = new SocketClient();
     const token = await client.token();

@@ -1,5 +1,12 @@
+import Fastify from "fastify";
 import { createClient } from "redis";
 import { afterAll, describe, expect, it } from "vitest";
+import { expressMiddleware } from "../src/adapters/express/index.ts";
+import { fastifyHook, fastifyPortcullis } from "../src/adapters/fastify/index.ts";
+import { honoMiddleware } from "../src/adapters/hono/index.ts";
+import { koaMiddleware } from "../src/adapters/koa/index.ts";
+import { nextMiddleware, routeHandlers, withChain } from "../src/adapters/next/index.ts";
+import { chainRunner, nodeListener, toNodeListener } from "../src/adapters/node/index.ts";
 import {
   agentApproveHandler,
   agentCredentials,
@@ -102,6 +109,17 @@ const misspelt: Array<[string, () => unknown]> = [
     "agentApproveHandler",
     () => agentApproveHandler({} as never, {} as never, { timeout: 5 } as never),
   ],
+  // The adapters' entry points: a misspelt onError would leave failures unreported.
+  ["nodeListener", () => nodeListener(deny, () => {}, { onErr: () => {} } as never)],
+  ["toNodeListener", () => toNodeListener(async () => new Response(), { onErr: 1 } as never)],
+  ["chainRunner", () => chainRunner(deny, { onErr: () => {} } as never)],
+  ["expressMiddleware", () => expressMiddleware(deny, { onErr: () => {} } as never)],
+  ["koaMiddleware", () => koaMiddleware(deny, { onErr: () => {} } as never)],
+  ["fastifyHook", () => fastifyHook(deny, { onErr: () => {} } as never)],
+  ["nextMiddleware", () => nextMiddleware(deny, { onErr: () => {} } as never)],
+  ["withChain", () => withChain(deny, async () => new Response(), { onErr: () => {} } as never)],
+  ["routeHandlers", () => routeHandlers(deny, {}, { onErr: () => {} } as never)],
+  ["honoMiddleware", () => (honoMiddleware as (...args: unknown[]) => unknown)(deny, { onErr: 1 })],
 ];
 
 describe("misspelt options", () => {
@@ -114,8 +132,28 @@ describe("misspelt options", () => {
     }
     expect(thrown).toBeInstanceOf(InvalidOptionsError);
     expect((thrown as Error).message).toMatch(
-      /stroe|mathc|credential|trustedOrigin|contentSecurityPolicys|idleTimeout|sesion|loginpath|requried|throtle|maxEntry|timeout/,
+      /stroe|mathc|credential|trustedOrigin|contentSecurityPolicys|idleTimeout|sesion|loginpath|requried|throtle|maxEntry|timeout|onErr|onError/,
     );
+  });
+
+  it("an adapter's onError that is no function throws when built", () => {
+    expect(() => expressMiddleware(deny, { onError: "log" } as never)).toThrow(
+      /expressMiddleware: onError must be a function/,
+    );
+    expect(() => nodeListener(deny, () => {}, { onError: {} } as never)).toThrow(
+      InvalidOptionsError,
+    );
+  });
+
+  it("the Fastify plugin refuses a misspelt key and keeps Fastify's own register options", async () => {
+    const misspeltApp = Fastify();
+    await expect(
+      misspeltApp.register(fastifyPortcullis, { chain: deny, onErr: () => {} } as never),
+    ).rejects.toThrow(/fastifyPortcullis: unknown option "onErr"/);
+    const app = Fastify();
+    await app.register(fastifyPortcullis, { chain: deny, prefix: "/x" } as never);
+    await app.ready();
+    await app.close();
   });
 
   it("limits only the paths a correctly spelt rule matches", async () => {

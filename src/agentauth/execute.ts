@@ -1,4 +1,4 @@
-import { readAtMost } from "../core/body.ts";
+import { readRequestBody } from "../core/body.ts";
 import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
@@ -185,16 +185,14 @@ async function readBody(request: Request, maxBytes: number): Promise<ExecuteBody
   const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json")
     return agentError("invalid_request", "the body must be application/json", { status: 415 });
-  const tooLarge = () =>
-    agentError("invalid_request", `the body is larger than ${maxBytes} bytes`, { status: 413 });
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return tooLarge();
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await readAtMost(request.body, maxBytes);
-  } catch {
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome === "too_large")
+    return agentError("invalid_request", `the body is larger than ${maxBytes} bytes`, {
+      status: 413,
+    });
+  if (read.outcome === "unreadable")
     return agentError("invalid_request", "the body could not be read");
-  }
-  if (bytes === undefined) return tooLarge();
+  const { bytes } = read;
   let parsed: unknown;
   try {
     parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));

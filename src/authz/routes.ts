@@ -6,6 +6,7 @@ import type { Middleware } from "../core/handler.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, normalizePath, ROUTED_PATHS, refusedPathResponse } from "../core/path.ts";
+import { unreadableBodyResponse } from "../core/problem.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
 
@@ -85,6 +86,7 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
         }
         const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
         const overrides = found instanceof Promise ? await found : found;
+        if (!Array.isArray(overrides)) return unreadableBodyResponse();
         // Routers run a GET route for HEAD: a HEAD must pass as a GET too.
         if (method === "HEAD" && !overrides.includes("GET")) overrides.push("GET");
         // Usually there is nothing more to check: the one path under the one method passed.

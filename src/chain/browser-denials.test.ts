@@ -95,6 +95,15 @@ describe("sameOriginPath", () => {
       expect(sameOriginPath(path)).toBe(path);
   });
 
+  it("percent-encodes what a Location header cannot carry, and drops a lone surrogate", () => {
+    expect(sameOriginPath("/caf\u00e9/\u65e5?q=\u2603#\u{1f600}")).toBe(
+      "/caf%C3%A9/%E6%97%A5?q=%E2%98%83#%F0%9F%98%80",
+    );
+    expect(() => new Headers({ location: sameOriginPath("/\u65e5") as string })).not.toThrow();
+    expect(sameOriginPath("/a\ud800b")).toBeUndefined();
+    expect(sameOriginPath(`/${"\u65e5".repeat(700)}`)).toBeUndefined(); // over 2048 once encoded
+  });
+
   it("drops absolute URLs, protocol-relative, backslash, encoded and control-character variants", () => {
     for (const path of [
       "https://evil.example/",

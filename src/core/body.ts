@@ -1,7 +1,45 @@
+import { BodyReadError } from "./errors.ts";
+
+/**
+ * What reading a request body came to. `unreadable` is the client's doing
+ * (it went away mid-body, or the runtime found its framing broken): the caller
+ * answers 400 in its protocol's shape and reports nothing.
+ */
+export type BodyRead =
+  | { readonly outcome: "read"; readonly bytes: Uint8Array }
+  | { readonly outcome: "too_large" }
+  | { readonly outcome: "unreadable"; readonly error: BodyReadError };
+
+/**
+ * Reads a request's body up to `maxBytes` bytes, the one way every leg and
+ * endpoint reads one. A declared length over the limit is `too_large` without
+ * reading a byte; with `keep`, a clone is read so the body stays for the
+ * handler. A stream that errors is `unreadable`; it rejects only when other
+ * code already took the body (the app's bug, reported as one).
+ */
+export async function readRequestBody(
+  request: Request,
+  maxBytes: number,
+  options: { readonly keep?: boolean } = {},
+): Promise<BodyRead> {
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes)
+    return { outcome: "too_large" };
+  const body = options.keep === true ? request.clone().body : request.body;
+  try {
+    const bytes = await readAtMost(body, maxBytes);
+    return bytes === undefined ? { outcome: "too_large" } : { outcome: "read", bytes };
+  } catch (error) {
+    if (error instanceof BodyReadError) return { outcome: "unreadable", error };
+    throw error;
+  }
+}
+
 /**
  * Reads a body up to `maxBytes` bytes; `undefined` when it is longer (the rest
- * is not read). The cancel is not awaited: on one branch of a cloned body it
- * only settles once the other branch is done, which may be never.
+ * is not read). A stream that errors (the client broke off its body) rejects
+ * with a `BodyReadError`, which the chain answers with 400 and does not report.
+ * The cancel is not awaited: on one branch of a cloned body it only settles
+ * once the other branch is done, which may be never.
  */
 export async function readAtMost(
   body: ReadableStream<Uint8Array> | null,
@@ -13,7 +51,16 @@ export async function readAtMost(
   let size = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await reader.read();
+      } catch (error) {
+        // Whatever the runtime calls it (TypeError "terminated", an abort, a framing error).
+        throw error instanceof BodyReadError
+          ? error
+          : new BodyReadError("the request body broke off", { cause: error });
+      }
+      const { done, value } = step;
       if (done) break;
       size += value.byteLength;
       if (size > maxBytes) {

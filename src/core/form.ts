@@ -1,4 +1,7 @@
-import { readAtMost } from "./body.ts";
+import { type BodyRead, readRequestBody } from "./body.ts";
+
+/** A form body that broke off while it was read: the caller answers 400. */
+export type UnreadableForm = Extract<BodyRead, { outcome: "unreadable" }>;
 
 /**
  * The string value of field `name` in a urlencoded or multipart form body, read
@@ -9,32 +12,46 @@ export async function formField(
   request: Request,
   name: string,
   maxBytes: number,
-): Promise<string | undefined> {
-  return (await formFields(request, name, maxBytes))[0];
+): Promise<string | undefined | UnreadableForm> {
+  const fields = await formFields(request, name, maxBytes);
+  return Array.isArray(fields) ? fields[0] : fields;
 }
 
-/** Every string value of field `name` in a form body, in order; as `formField`, none when unreadable. */
+/**
+ * Every string value of field `name` in a form body, in order; as `formField`,
+ * none when there is no form to read, and `unreadable` when the client broke
+ * the body off.
+ */
 export async function formFields(
   request: Request,
   name: string,
   maxBytes: number,
-): Promise<string[]> {
+): Promise<string[] | UnreadableForm> {
   const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data") return [];
   if (request.body === null || request.bodyUsed) return [];
-  // A declared length over the limit is refused without reading a byte.
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) return [];
-  const bytes = await readAtMost(request.clone().body, maxBytes);
-  if (bytes === undefined) return [];
+  const read = await readRequestBody(request, maxBytes, { keep: true });
+  if (read.outcome === "unreadable") return read;
+  if (read.outcome === "too_large") return [];
   try {
     if (type === "application/x-www-form-urlencoded") {
-      return new URLSearchParams(new TextDecoder().decode(bytes)).getAll(name);
+      return new URLSearchParams(new TextDecoder().decode(read.bytes)).getAll(name);
     }
-    const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
+    const form = await new Response(read.bytes as Uint8Array<ArrayBuffer>, {
       headers: { "content-type": request.headers.get("content-type") as string },
     }).formData();
     return form.getAll(name).filter((value): value is string => typeof value === "string");
   } catch {
     return []; // a malformed form carries nothing
   }
+}
+
+/** Whether a form read came to a body the client broke off. */
+export function isUnreadableForm(value: unknown): value is UnreadableForm {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    (value as { outcome?: unknown }).outcome === "unreadable"
+  );
 }

@@ -1,4 +1,4 @@
-import { formFields } from "./form.ts";
+import { formFields, type UnreadableForm } from "./form.ts";
 import { urlAsSent } from "./url-as-sent.ts";
 
 /** Headers through which frameworks' method-override middleware let a client ask for another method. */
@@ -47,17 +47,19 @@ export function overrideMethods(request: Request): string[] {
 /**
  * `overrideMethods`, and every `_method` field of a form body up to
  * `maxFormBytes` (frameworks differ in which of several they take). Answered
- * within the call when the request has no body.
+ * within the call when the request has no body; `unreadable` when the client
+ * broke the form off (the caller answers 400: what it asked for is unknown).
  */
 export function overrideMethodsWithForm(
   request: Request,
   maxFormBytes: number,
-): string[] | Promise<string[]> {
+): string[] | Promise<string[] | UnreadableForm> {
   const methods = overrideMethods(request);
   // GET and HEAD carry no body in Fetch; asking would make some servers build their Request.
   if (request.method === "GET" || request.method === "HEAD" || request.body === null)
     return methods;
   return formFields(request, METHOD_OVERRIDE_PARAMETER, maxFormBytes).then((fields) => {
+    if (!Array.isArray(fields)) return fields;
     for (const field of fields) add(methods, field);
     return methods;
   });

@@ -22,6 +22,22 @@ export function rejectUnknownKeys(
   }
 }
 
+/**
+ * The options of an adapter entry point (`{ onError }`, plus `also`): a
+ * misspelt key (`{ onErr }`) or an `onError` that is no function throws when
+ * the entry point is called, so errors are never silently left unreported.
+ */
+export function checkAdapterOptions(
+  where: string,
+  options: object | undefined,
+  also: readonly string[] = [],
+): void {
+  rejectUnknownKeys(where, options, ["onError", ...also]);
+  const onError = (options as { onError?: unknown } | undefined)?.onError;
+  if (onError !== undefined && typeof onError !== "function")
+    throw new InvalidOptionsError(`${where}: onError must be a function`);
+}
+
 /** The longest delay a timer takes (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 

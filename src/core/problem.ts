@@ -70,8 +70,12 @@ export function internalErrorResponse<R>(
   error: unknown,
   request: R,
 ): Response {
-  if (isBodyReadError(error))
-    return problemResponse(400, { detail: "The request body could not be read." });
+  if (isBodyReadError(error)) return unreadableBodyResponse();
   reportError(listener, error, request);
   return problemResponse(500);
+}
+
+/** The chain's answer to a body the client broke off or garbled: its doing, so 400. */
+export function unreadableBodyResponse(): Response {
+  return problemResponse(400, { detail: "The request body could not be read." });
 }

@@ -1,13 +1,13 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
-import { formField } from "../core/form.ts";
+import { formField, isUnreadableForm } from "../core/form.ts";
 import type { Middleware } from "../core/handler.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { matchPath } from "../core/path.ts";
 import { compilePattern, type PathMatcher } from "../core/pattern.ts";
-import { problemResponse } from "../core/problem.ts";
+import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sessionFrom } from "../session/session.ts";
 import { issueToken, verifyToken } from "./token.ts";
 
@@ -111,8 +111,10 @@ export function csrf(options: CsrfOptions = {}): Middleware {
   return (next) =>
     async (request, ...rest) => {
       const method = request.method.toUpperCase();
-      const asks = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
-      if (!(asks instanceof Promise ? await asks : asks)) {
+      const found = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
+      const asks = found instanceof Promise ? await found : found;
+      if (asks === "unreadable") return unreadableBodyResponse();
+      if (!asks) {
         // Without a session leg there is nothing to bind a token to: the path is the app's.
         if (
           tokenPathMatches !== undefined &&
@@ -140,6 +142,7 @@ export function csrf(options: CsrfOptions = {}): Middleware {
         return refuse("A session and a CSRF token are required.");
       const token =
         request.headers.get(headerName) ?? (await formField(request, parameterName, maxFormBytes));
+      if (isUnreadableForm(token)) return unreadableBodyResponse();
       if (token === undefined || token === null || !(await verifyToken(session, id, token))) {
         return refuse("The CSRF token is missing or invalid.");
       }
@@ -181,10 +184,12 @@ function refuse(detail: string): Response {
  * field asks for another method is treated as unsafe. A promise only when
  * there is a body to read.
  */
-function asksForUnsafeMethod(request: Request): boolean | Promise<boolean> {
+function asksForUnsafeMethod(request: Request): boolean | Promise<boolean | "unreadable"> {
   const unsafe = (methods: string[]) => methods.some((method) => !SAFE_METHODS.has(method));
   const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
-  return found instanceof Promise ? found.then(unsafe) : unsafe(found);
+  return found instanceof Promise
+    ? found.then((methods) => (Array.isArray(methods) ? unsafe(methods) : "unreadable"))
+    : unsafe(found);
 }
 
 function originAllowed(request: Request, trusted: ReadonlySet<string>): boolean {

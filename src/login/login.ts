@@ -1,11 +1,11 @@
 import { createAuthentication } from "../core/authentication.ts";
-import { readAtMost } from "../core/body.ts";
+import { readRequestBody } from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
-import { problemResponse } from "../core/problem.ts";
+import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 import { csrfTokenVerified } from "../csrf/csrf.ts";
 import { type Session, sessionFrom } from "../session/session.ts";
@@ -140,6 +140,9 @@ function loginLeg(options: LoginOptions): Middleware {
 
       const presented = await readCredentials(request, maxBodyBytes);
       if (presented instanceof Response) return presented;
+      // Settled before anything is saved: a sign-in must not be stored and then fail to answer.
+      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
+      const back = form ? sameOriginPath(presented.next) : undefined;
       const check = await credentials.check(request, presented.username, presented.password);
       if (check.outcome === "throttled" || check.outcome === "unavailable")
         return refusedResponse(check);
@@ -150,8 +153,6 @@ function loginLeg(options: LoginOptions): Middleware {
       }
       const { user } = check;
       await signIn(session, user);
-      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
-      const back = form ? sameOriginPath(presented.next) : undefined;
       if (back !== undefined) return redirect(back);
       if (form && options.successRedirect) return redirect(options.successRedirect);
       return Response.json(
@@ -204,10 +205,10 @@ async function readCredentials(
   ) {
     return problemResponse(415, { detail: "Send the credentials as JSON or as a form." });
   }
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) return problemResponse(413);
-  const bytes = await readAtMost(request.body, maxBytes);
-  if (bytes === undefined) return problemResponse(413);
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome === "too_large") return problemResponse(413);
+  if (read.outcome === "unreadable") return unreadableBodyResponse();
+  const { bytes } = read;
   let username: unknown;
   let password: unknown;
   let next: unknown;

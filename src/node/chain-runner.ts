@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
 import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
+import { checkAdapterOptions } from "../core/options.ts";
 import { outboxOf, whenQueued } from "../core/outbox.ts";
 import {
   isPassThrough,
@@ -15,7 +16,7 @@ import { warnOnce } from "../core/warning.ts";
 import type { Chain } from "../middleware/chain.ts";
 import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
-import { drainOutboxOnHead } from "./response.ts";
+import { closeAfterEarlyError, drainOutboxOnHead } from "./response.ts";
 
 /**
  * Options every Node framework adapter takes.
@@ -93,13 +94,22 @@ export function chainRunner(
   middleware: Middleware | Chain,
   options: AdapterOptions = {},
 ): ChainRunner {
+  checkAdapterOptions("chainRunner", options);
   const mw = toMiddleware(middleware);
   const fail = (error: unknown, request: Request | undefined): ChainOutcome => ({
     passed: false,
     response: internalErrorResponse(options.onError, error, request),
   });
+  return async (message, res, ...rest) => {
+    const outcome = await decide(message, res, ...rest);
+    // An error the chain answered before the body was read closes the connection.
+    if (!outcome.passed) closeAfterEarlyError(message, res, outcome.response.status);
+    return outcome;
+  };
 
-  return async (message, res, target, bindTo, frameworkTrustsProxy, routedTarget) => {
+  async function decide(
+    ...[message, res, target, bindTo, frameworkTrustsProxy, routedTarget]: Parameters<ChainRunner>
+  ): Promise<ChainOutcome> {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target, true, { response: res });
@@ -179,7 +189,7 @@ export function chainRunner(
     if (!isResponse(response))
       return fail(new TypeError("the chain answered a non-Response"), request);
     return { passed: false, response: outbox.drainIntoResponse(response) };
-  };
+  }
 }
 
 /**

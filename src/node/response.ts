@@ -1,4 +1,4 @@
-import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { FieldList } from "../core/field-list.ts";
 import type { ResponseOutbox } from "../core/outbox.ts";
 import { lightHeaders, lightState } from "./light-response.ts";
@@ -31,6 +31,25 @@ export function applyHeaders(
     res.setHeader(name, value);
   }
   for (const cookie of headers.getSetCookie()) res.appendHeader("set-cookie", cookie);
+}
+
+/**
+ * An error answered before the request body was read (a 413 for a declared
+ * length over the limit, say): the answer says `Connection: close` and the
+ * connection closes once it is out, so the client can neither hold it open
+ * until the request timeout nor keep streaming a body nobody will read.
+ */
+export function closeAfterEarlyError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+): void {
+  if (status < 400 || req.complete || res.headersSent) return;
+  // A request that announces no body has nothing left to read.
+  if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined)
+    return;
+  res.setHeader("connection", "close");
+  res.once("finish", () => req.socket?.destroySoon?.());
 }
 
 /**

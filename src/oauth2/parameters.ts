@@ -1,5 +1,4 @@
-import { readAtMost } from "../core/body.ts";
-import { isBodyReadError } from "../core/errors.ts";
+import { readRequestBody } from "../core/body.ts";
 import type { OAuthFailure } from "./wire.ts";
 
 /** The parameters of a form-encoded OAuth request, each present at most once and never empty. */
@@ -20,22 +19,16 @@ export async function readOAuthParameters(
       error: "invalid_request",
       description: "the body must be application/x-www-form-urlencoded",
     };
-  const declared = Number(request.headers.get("content-length") ?? 0);
-  const tooLarge = {
-    error: "invalid_request",
-    description: `the body is larger than ${maxBytes} bytes`,
-    status: 413,
-  } as const;
-  if (declared > maxBytes) return tooLarge;
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await readAtMost(request.body, maxBytes);
-  } catch (error) {
-    if (isBodyReadError(error) || error instanceof TypeError)
-      return { error: "invalid_request", description: "the body could not be read" };
-    throw error;
-  }
-  if (bytes === undefined) return tooLarge;
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome === "too_large")
+    return {
+      error: "invalid_request",
+      description: `the body is larger than ${maxBytes} bytes`,
+      status: 413,
+    };
+  if (read.outcome === "unreadable")
+    return { error: "invalid_request", description: "the body could not be read" };
+  const { bytes } = read;
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);

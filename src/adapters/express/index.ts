@@ -1,5 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Middleware } from "../../core/handler.ts";
+import { checkAdapterOptions } from "../../core/options.ts";
 import { reportError } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
@@ -26,6 +27,7 @@ export function expressMiddleware(
   chain: Middleware | Chain,
   options: AdapterOptions = {},
 ): RequestHandler {
+  checkAdapterOptions("expressMiddleware", options);
   const run = chainRunner(chain, options);
   return (req: Request, res: Response, next: NextFunction): void => {
     const original = req.originalUrl ?? req.url;

@@ -6,6 +6,7 @@ import type {
 } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { Middleware } from "../../core/handler.ts";
+import { checkAdapterOptions } from "../../core/options.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { eachField } from "../../node/response.ts";
@@ -33,6 +34,8 @@ export interface FastifyPortcullisOptions extends AdapterOptions {
   readonly chain: Middleware | Chain;
 }
 
+const FASTIFY_REGISTER_OPTIONS = ["chain", "prefix", "logLevel", "logSerializers"];
+
 // Describe an empty pass-through body, not the route's.
 const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);
 
@@ -51,6 +54,7 @@ export function fastifyHook(
   chain: Middleware | Chain,
   options: AdapterOptions = {},
 ): onRequestAsyncHookHandler {
+  checkAdapterOptions("fastifyHook", options);
   const run = chainRunner(chain, options);
   return async function portcullis(request: FastifyRequest, reply: FastifyReply) {
     const outcome = await run(request.raw, reply.raw, request.raw.url ?? "", [request]);
@@ -85,7 +89,10 @@ export const fastifyPortcullis = fastifyPlugin<FastifyPortcullisOptions>(
   async function portcullis(fastify: FastifyInstance, options: FastifyPortcullisOptions) {
     if (options === undefined || options.chain === undefined)
       throw new TypeError("fastifyPortcullis needs { chain }");
-    fastify.addHook("onRequest", fastifyHook(options.chain, options));
+    // Fastify hands its own register options to the plugin too.
+    checkAdapterOptions("fastifyPortcullis", options, FASTIFY_REGISTER_OPTIONS);
+    const { onError } = options;
+    fastify.addHook("onRequest", fastifyHook(options.chain, onError ? { onError } : {}));
   },
   { fastify: "5.x", name: "portcullis" },
 );

@@ -1,5 +1,6 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import { bindContext, contextFrom } from "../../core/context.ts";
+import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Middleware } from "../../core/handler.ts";
 import type { Chain } from "../../middleware/chain.ts";
 
@@ -9,7 +10,17 @@ import type { Chain } from "../../middleware/chain.ts";
  * there; when it calls `next`, the context it built is bound to `c` (so
  * `mustAuthentication(c)` works) and Hono goes on exactly once.
  */
-export function honoMiddleware(middleware: Middleware | Chain): MiddlewareHandler {
+export function honoMiddleware(
+  middleware: Middleware | Chain,
+  ...none: readonly never[]
+): MiddlewareHandler {
+  // Options given here would be ignored: failures are the chain's (`newChain({ onError })`).
+  if (none.length > 0) {
+    const given = typeof none[0] === "object" && none[0] !== null ? Object.keys(none[0]) : [];
+    throw new InvalidOptionsError(
+      `honoMiddleware takes no options (got ${JSON.stringify(given)}); give onError to newChain({ onError }) instead`,
+    );
+  }
   const mw: Middleware = typeof middleware === "function" ? middleware : middleware.middleware;
   return async (c: HonoContext, next) => {
     let passed = false;

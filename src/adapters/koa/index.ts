@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
 import type { Middleware } from "../../core/handler.ts";
+import { checkAdapterOptions } from "../../core/options.ts";
 import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { applyHeaders } from "../../node/response.ts";
@@ -26,6 +27,7 @@ export function koaMiddleware(
   chain: Middleware | Chain,
   options: AdapterOptions = {},
 ): KoaMiddleware {
+  checkAdapterOptions("koaMiddleware", options);
   const run = chainRunner(chain, options);
   return async (ctx: Context, next: Next) => {
     const outcome = await run(

@@ -1,7 +1,7 @@
 import type { NextRequest } from "next/server.js";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { checkAdapterOptions, rejectUnknownKeys } from "../../core/options.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "../../core/pass-through.ts";
 import { internalErrorResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
@@ -79,6 +79,7 @@ export function nextMiddleware(
   chain: Middleware | Chain,
   options: NextAdapterOptions = {},
 ): NextMiddlewareFunction {
+  checkAdapterOptions("nextMiddleware", options);
   const mw = toMiddleware(chain);
   return async (request, ...rest) => {
     let passed = false;
@@ -129,6 +130,7 @@ export function withChain<C>(
   options: NextAdapterOptions = {},
 ): (request: NextRequest, context: C) => Promise<Response> {
   if (typeof handler !== "function") throw new TypeError("withChain needs a route handler");
+  checkAdapterOptions("withChain", options);
   const mw = toMiddleware(chain);
   return async (request, context) => {
     const inner: Handler = async (downstream) => handler(downstream as NextRequest, context);
@@ -161,6 +163,7 @@ export function routeHandlers<H extends Partial<Record<RouteMethod, NextRouteHan
   if (typeof handlers !== "object" || handlers === null)
     throw new InvalidOptionsError("routeHandlers needs an object of method handlers");
   rejectUnknownKeys("routeHandlers", handlers, ROUTE_METHODS);
+  checkAdapterOptions("routeHandlers", options);
   const methods = Object.keys(handlers) as RouteMethod[];
   const allow = [...new Set([...methods, "OPTIONS"])].join(", ");
   const wrapped: Partial<Record<RouteMethod, RouteHandler>> = {};

@@ -7,16 +7,22 @@ import {
 } from "node:http";
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
-import { InvalidOptionsError, isBodyReadError } from "../../core/errors.ts";
+import { InvalidOptionsError } from "../../core/errors.ts";
 import type { FetchHandler, Middleware } from "../../core/handler.ts";
-import { rejectUnknownKeys } from "../../core/options.ts";
+import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
-import { problemResponse, reportError } from "../../core/problem.ts";
+import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
 import type { Chain } from "../../middleware/chain.ts";
+import { isRequestBodyFailure } from "../../node/body-failure.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { installLightResponses } from "../../node/light-response.ts";
 import { buildRequest } from "../../node/request.ts";
-import { applyHeaders, writeResponse, writeResponseNow } from "../../node/response.ts";
+import {
+  applyHeaders,
+  closeAfterEarlyError,
+  writeResponse,
+  writeResponseNow,
+} from "../../node/response.ts";
 
 export { BodyUnavailableError } from "../../node/body-tap.ts";
 export {
@@ -43,6 +49,7 @@ export function nodeListener(
   options: AdapterOptions = {},
 ): RequestListener {
   if (typeof listener !== "function") throw new TypeError("nodeListener needs a request listener");
+  checkAdapterOptions("nodeListener", options);
   const run = chainRunner(chain, options);
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
@@ -54,8 +61,11 @@ export function nodeListener(
         try {
           await listener(req, res);
         } catch (error) {
-          onError(error, undefined);
-          failResponse(res);
+          if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
+          else {
+            onError(error, undefined);
+            failResponse(res);
+          }
         }
       })
       .catch((error) => {
@@ -63,6 +73,19 @@ export function nodeListener(
         failResponse(res);
       });
   };
+}
+
+/**
+ * The client broke off or garbled the body the app was reading: a 400 when
+ * someone is left to read it, else a quiet close; nothing to report.
+ */
+function unreadableBody(req: IncomingMessage, res: ServerResponse): void {
+  if (res.headersSent || res.destroyed || req.socket?.destroyed !== false) {
+    res.destroy();
+    return;
+  }
+  closeAfterEarlyError(req, res, 400);
+  writeResponse(res, unreadableBodyResponse(), req.method).catch(() => res.destroy());
 }
 
 /** A bare 500, or a cut connection when the head is already out. */
@@ -88,7 +111,7 @@ export function toNodeListener(
   options: FetchListenerOptions = {},
 ): RequestListener {
   if (typeof handler !== "function") throw new TypeError("toNodeListener needs a Fetch handler");
-  rejectUnknownKeys("toNodeListener", options, ["onError", "lightResponses"]);
+  checkAdapterOptions("toNodeListener", options, ["lightResponses"]);
   if (options.lightResponses !== undefined && typeof options.lightResponses !== "boolean")
     throw new InvalidOptionsError("toNodeListener: lightResponses must be true or false");
   if (options.lightResponses === true) installLightResponses();
@@ -157,11 +180,10 @@ function failed(
   error: unknown,
   onError: OnError,
 ): void {
-  if (isBodyReadError(error)) {
+  if (isRequestBodyFailure(req, error)) {
     // The client broke off or garbled its body: nothing to report.
-    const answer = problemResponse(400, { detail: "The request body could not be read." });
     closeAfterEarlyError(req, res, 400);
-    settle(res, built, writeResponse(res, answer, req.method));
+    settle(res, built, writeResponse(res, unreadableBodyResponse(), req.method));
     return;
   }
   onError(error, built.request);
@@ -211,17 +233,6 @@ export interface FetchListenerOptions extends Pick<AdapterOptions, "onError"> {
    * @default false
    */
   readonly lightResponses?: boolean;
-}
-
-/**
- * An error answered before the request body was read (a 413 for a declared
- * length over the limit, say): the connection closes once the answer is out,
- * so the client cannot keep streaming a body nobody will read.
- */
-function closeAfterEarlyError(req: IncomingMessage, res: ServerResponse, status: number): void {
-  if (status < 400 || req.complete || res.headersSent) return;
-  res.setHeader("connection", "close");
-  res.once("finish", () => req.socket?.destroySoon?.());
 }
 
 /**
@@ -295,11 +306,7 @@ const SERVE_DEFAULTS = {
  * `ServeOptions`), checking every second rather than Node's default 30 s.
  */
 export function serveFetch(handler: FetchHandler, options: ServeOptions = {}): Promise<Server> {
-  rejectUnknownKeys("serveFetch", options, [
-    "onError",
-    "lightResponses",
-    ...Object.keys(SERVE_DEFAULTS),
-  ]);
+  checkAdapterOptions("serveFetch", options, ["lightResponses", ...Object.keys(SERVE_DEFAULTS)]);
   const settings = { ...SERVE_DEFAULTS, ...options };
   for (const name of ["headersTimeout", "requestTimeout", "keepAliveTimeout"] as const) {
     if (!Number.isSafeInteger(settings[name]) || settings[name] < 1)
