@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { agentBenchmarks, storeBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
+import { memoryStoreBenchmarks } from "./memory-stores.ts";
 import { overSocket } from "./socket.ts";
 
 console.log(`portcullis benchmarks — node ${process.version}, ${new Date().toISOString()}`);
@@ -11,6 +12,7 @@ if (only === undefined || only === "chain") await inProcess();
 if (only === undefined || only === "agents") {
   await agentBenchmarks();
   await storeBenchmarks();
+  await memoryStoreBenchmarks();
   // In a child process: @hono/node-server's classes would replace this one's globals.
   execFileSync(
     process.execPath,

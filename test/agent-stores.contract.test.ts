@@ -382,6 +382,36 @@ describe.each(deviceStores)("DeviceCodeStore: %s", (_name, make) => {
     const live = await Promise.all(own.map((r) => store.findByUserCode(r.userCodeHash, NOW + 10)));
     expect(live.map((r) => r !== undefined)).toEqual([false, false, false, true, true, true]);
   });
+
+  it("counts a client's decided codes it has not collected, and holds its quota under 20 concurrent begins", async () => {
+    const store = make();
+    const clientId = unique("client");
+    const decided = [] as DeviceCodeRecord[];
+    for (let i = 0; i < 6; i++) {
+      const record = deviceRecord({ clientId, createdAt: NOW + i, expiresAt: NOW + 600_000 + i });
+      decided.push(record);
+      expect(await store.create(record, NOW + i)).toBe("created");
+      const decision =
+        i % 2 === 0
+          ? { status: "approved" as const, subject: clientId, decidedBy: "h" }
+          : { status: "denied" as const, decidedBy: "h" };
+      expect((await store.decide(record.userCodeHash, decision, NOW + i)).outcome).toBe("decided");
+    }
+    const held = await Promise.all(
+      decided.map((r) => store.findByUserCode(r.userCodeHash, NOW + 10)),
+    );
+    expect(held.map((r) => r !== undefined)).toEqual([false, false, false, true, true, true]);
+
+    const raced = Array.from({ length: 20 }, (_, i) =>
+      deviceRecord({ clientId, createdAt: NOW + 20, expiresAt: NOW + 600_000 + 20 + i }),
+    );
+    const outcomes = await Promise.all(raced.map((r) => store.create(r, NOW + 20)));
+    expect(outcomes.every((outcome) => outcome === "created")).toBe(true);
+    const live = await Promise.all(
+      [...decided, ...raced].map((r) => store.findByUserCode(r.userCodeHash, NOW + 30)),
+    );
+    expect(live.filter((r) => r !== undefined)).toHaveLength(3);
+  });
 });
 
 describe.each(pendingStores)("PendingRequestStore: %s", (_name, make) => {

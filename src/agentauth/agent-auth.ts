@@ -35,7 +35,7 @@ import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from 
 import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import { resolveSession } from "./resolve-session.ts";
 import { type AgentRuntime, emitter } from "./runtime.ts";
-import { capabilityTokens } from "./token.ts";
+import { type CapabilityTokens, capabilityTokens, type MintInput } from "./token.ts";
 import { agentError } from "./wire.ts";
 
 export interface AgentAuthPaths {
@@ -324,13 +324,15 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     capabilities: url(paths.capabilities),
     execute: url(paths.execute),
   };
-  const tokens = capabilityTokens({
+  const minted = capabilityTokens({
     keys,
     issuer,
     executeUrl: urls.execute,
     now,
     ...(options.tokenTtlSeconds === undefined ? {} : { ttlSeconds: options.tokenTtlSeconds }),
   });
+  const restart = replay instanceof MemoryReplayStore ? restartGuard(minted, now()) : undefined;
+  const tokens = restart?.tokens ?? minted;
   const runtime: AgentRuntime = Object.freeze({
     urls,
     registry,
@@ -346,6 +348,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     }),
     emit: emitter(options.onEvent),
     now,
+    ...(restart === undefined ? {} : { predatesReplayStore: restart.predates }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
 
@@ -473,6 +476,32 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     service,
     keys,
   });
+}
+
+// Tokens made in the first partial second whose ids are remembered; more are refused when used.
+const MAX_EARLY_TOKENS = 10_000;
+
+/**
+ * A memory replay store starts empty, while imported keys and durable grants
+ * outlive the process: a token issued before the store existed may have been
+ * used, so it is refused. `iat` is in whole seconds, so the tokens this process
+ * mints within its first partial second are told apart by their ids.
+ */
+function restartGuard(tokens: CapabilityTokens, startedAt: number) {
+  const early = new Set<string>();
+  return {
+    tokens: Object.freeze({
+      ...tokens,
+      mint: async (input: MintInput) => {
+        const token = await tokens.mint(input);
+        const issuedAt = (token.expiresAt - token.expiresIn) * 1000;
+        if (issuedAt < startedAt && early.size < MAX_EARLY_TOKENS) early.add(token.jti);
+        return token;
+      },
+    }),
+    predates: (issuedAtSeconds: number, jti: string) =>
+      !(issuedAtSeconds * 1000 >= startedAt) && !early.has(jti),
+  };
 }
 
 function checkStore(name: string, store: unknown, methods: readonly string[]): void {

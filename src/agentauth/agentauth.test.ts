@@ -302,6 +302,42 @@ describe("execute: tokens", () => {
   });
 });
 
+describe("execute: a restart with a memory replay store", () => {
+  it("refuses a token used before the restart, even one made in the same second, and accepts the new process's own", async () => {
+    // Keys and grants outlive the process; the memory replay store does not.
+    const grants = new MemoryGrantStore();
+    t = Math.floor(Date.now() / 1000) * 1000 + 100;
+    const before = await setup({ stores: { grants } });
+    const g = await grant(before, ["a"]);
+    const used = await token(before, g, ["a"]);
+    expect((await execute(before, used, { capability: "a" })).status).toBe(200);
+
+    t += 500; // restarted within the same second
+    const after = await setup({ stores: { grants } });
+    const replayed = await execute(after, used, { capability: "a" });
+    expect([replayed.status, replayed.body.error]).toEqual([401, "invalid_jwt"]);
+    const own = await token(after, g, ["a"]);
+    expect((await execute(after, own, { capability: "a" })).status).toBe(200);
+    t += 1000;
+    expect((await execute(after, await token(after, g, ["a"]), { capability: "a" })).status).toBe(
+      200,
+    );
+    expect(calls).toHaveLength(3);
+  });
+
+  it("keeps accepting, after a restart, tokens of the instances sharing a replay store that outlives it", async () => {
+    const grants = new MemoryGrantStore();
+    const replay = new MemoryReplayStore(); // standing in for a shared store
+    const before = await setup({ stores: { grants, replay } });
+    const g = await grant(before, ["a"]);
+    const minted = await token(before, g, ["a"]);
+    t += 2000;
+    const shared: ReplayStore = { setIfAbsent: (...args) => replay.setIfAbsent(...args) };
+    const after = await setup({ stores: { grants, replay: shared } });
+    expect((await execute(after, minted, { capability: "a" })).status).toBe(200);
+  });
+});
+
 describe("execute: arguments and bodies", () => {
   it("never lets arguments that fail the schema reach the handler", async () => {
     const agents = await setup();

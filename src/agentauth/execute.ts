@@ -4,6 +4,7 @@ import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { reportError } from "../core/problem.ts";
 import { effectiveStatus } from "./grants.ts";
+import { consumeTokenId } from "./replay.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import type { AgentSession } from "./session.ts";
 import type { CapabilityClaims } from "./token.ts";
@@ -91,10 +92,7 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
       const who = { principalId: claims.sub, grantId: claims.grant_id };
       const now = runtime.now();
       // Single use: the first presentation consumes the token, whatever follows.
-      const expiresAt = (claims.exp + tokens.clockToleranceSeconds) * 1000;
-      const fresh = await runtime.store(() =>
-        runtime.replay.setIfAbsent(claims.jti, expiresAt, now),
-      );
+      const fresh = await consumeTokenId(runtime, claims);
       if (!fresh) return deny("invalid_jwt", "the capability token was already used", who);
 
       const body = await readBody(request, maxBodyBytes);

@@ -1,12 +1,39 @@
+import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
+import type { AgentRuntime } from "./runtime.ts";
+import type { CapabilityClaims } from "./token.ts";
 
 /** Remembers used token ids until the tokens could no longer verify anyway. */
 export interface ReplayStore {
   /**
-   * Records `jti` until `expiresAt` (epoch ms) and answers true, or answers
-   * false when it is already recorded. One atomic step, on every instance.
+   * Records `jti` until `expiresAt` (epoch ms, by the caller's clock `now`)
+   * and answers true, or answers false when it is already recorded. One atomic
+   * step, on every instance.
    */
   setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean>;
+}
+
+/**
+ * Until when (epoch ms) a used capability token's id is kept, judged by the
+ * clock of whichever instance records or prunes it. An instance accepts the
+ * token until `exp + tolerance` by its own clock; with every clock within the
+ * tolerance of the true time, two instances differ by up to twice it, so the
+ * one recording may be 2 × tolerance ahead of one that still accepts.
+ */
+export function usedTokenKeptUntil(expSeconds: number, toleranceSeconds: number): number {
+  return (expSeconds + 3 * toleranceSeconds) * 1000;
+}
+
+/**
+ * Consumes a verified capability token's id: true the first time, false for a
+ * replay, and false for a token the replay store cannot know about (issued
+ * before a process-local store was made, see `runtime.predatesReplayStore`).
+ */
+export function consumeTokenId(runtime: AgentRuntime, claims: CapabilityClaims): Promise<boolean> {
+  if (runtime.predatesReplayStore?.(claims.iat, claims.jti) === true) return Promise.resolve(false);
+  const now = runtime.now();
+  const keepUntil = usedTokenKeptUntil(claims.exp, runtime.tokens.clockToleranceSeconds);
+  return runtime.store(() => runtime.replay.setIfAbsent(claims.jti, keepUntil, now));
 }
 
 /**
@@ -33,9 +60,16 @@ export interface MemoryReplayStoreOptions {
   readonly maxEntries?: number;
 }
 
-/** Process-local replay protection: a token replayed on another instance is not caught. */
+/**
+ * Process-local replay protection: a token replayed on another instance is not
+ * caught, and what it held is gone when the process ends. So `agentAuth`, on
+ * this store, refuses every token issued before it was built: a token used
+ * before a restart cannot run again after it, even with imported keys and
+ * durable grants.
+ */
 export class MemoryReplayStore implements ReplayStore {
-  readonly #seen = new Map<string, number>();
+  readonly #until = new Map<string, number>();
+  readonly #queue = new ExpiryQueue<string>();
   readonly #max: number;
 
   constructor(options: MemoryReplayStoreOptions = {}) {
@@ -44,21 +78,20 @@ export class MemoryReplayStore implements ReplayStore {
   }
 
   async setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean> {
-    const until = this.#seen.get(jti);
-    if (until !== undefined && until > now) return false;
-    if (this.#seen.size >= this.#max) this.#sweep(now);
+    this.#queue.popDue(now, (id, at) => {
+      if (this.#until.get(id) === at) this.#until.delete(id);
+    });
+    // Every id still held is live: the expired ones just left.
+    if (this.#until.has(jti)) return false;
     // Forgetting a live id would let its token be replayed: refuse instead.
-    if (this.#seen.size >= this.#max) throw new Error("the replay store is full of live token ids");
-    this.#seen.delete(jti);
-    this.#seen.set(jti, expiresAt);
+    if (this.#until.size >= this.#max)
+      throw new Error("the replay store is full of live token ids");
+    this.#until.set(jti, expiresAt);
+    this.#queue.push(jti, expiresAt);
     return true;
   }
 
   get size(): number {
-    return this.#seen.size;
-  }
-
-  #sweep(now: number): void {
-    for (const [jti, until] of this.#seen) if (until <= now) this.#seen.delete(jti);
+    return this.#until.size;
   }
 }

@@ -9,6 +9,7 @@ import type { Middleware } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
 import { bearerToken } from "./execute.ts";
 import { effectiveStatus } from "./grants.ts";
+import { consumeTokenId } from "./replay.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import { AGENT_SESSION, type AgentSession } from "./session.ts";
 import { CAPABILITY_TOKEN_TYPE } from "./token.ts";
@@ -52,8 +53,7 @@ export function resolveSession(runtime: AgentRuntime, location: string): Middlew
           throw error;
         }
         const now = runtime.now();
-        const expiresAt = (claims.exp + runtime.tokens.clockToleranceSeconds) * 1000;
-        if (!(await runtime.store(() => runtime.replay.setIfAbsent(claims.jti, expiresAt, now))))
+        if (!(await consumeTokenId(runtime, claims)))
           return agentError("invalid_jwt", "the capability token was already used", {
             challenges: challenges(true),
           });

@@ -25,6 +25,12 @@ export interface AgentRuntime {
   readonly store: <T>(operation: () => Promise<T>) => Promise<T>;
   readonly emit: (event: AgentEvent) => void;
   readonly now: () => number;
+  /**
+   * True for a token that may have been used before the replay store was made
+   * (`iat` in seconds, `jti`): such a token is refused. Set when the replay
+   * store forgets what it held on a restart.
+   */
+  readonly predatesReplayStore?: (issuedAt: number, jti: string) => boolean;
   readonly onError?: (error: unknown, request: Request) => void;
 }
 

@@ -1,3 +1,4 @@
+import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "consumed";
@@ -85,21 +86,25 @@ export interface DeviceCodeStore {
  *
  * const service = new DeviceAuthorizationService({
  *   verificationUri: "https://api.example.com/device",
- *   store: new MemoryDeviceCodeStore({ maxEntries: 1000, maxPendingPerClient: 2 }),
+ *   store: new MemoryDeviceCodeStore({ maxEntries: 50_000, maxPendingPerClient: 5 }),
  * });
  * ```
  */
 export interface MemoryDeviceCodeStoreOptions {
   /**
-   * Most records held; past it `create` answers `full` rather than drop a live one.
+   * Most records held. At it, ended records go first; when every one is live,
+   * `create` answers `full` (the newcomer gets 503) rather than drop one. Keep
+   * it at least the number of clients times `maxPendingPerClient`, and no set
+   * of clients can fill it.
    *
    * @default 10_000
    */
   readonly maxEntries?: number;
   /**
-   * Most live pending records per client; a new one supersedes that client's oldest.
+   * Most live codes per client (pending, or decided and not yet collected); a
+   * new one supersedes that client's oldest.
    *
-   * @default 5
+   * @default 1
    */
   readonly maxPendingPerClient?: number;
 }
@@ -107,11 +112,19 @@ export interface MemoryDeviceCodeStoreOptions {
 // An expired or finished record is kept this long, so a late poll still learns why.
 const LINGER_MS = 10 * 60_000;
 
-/** Process-local device authorizations for a single instance. Bounded, timer-free. */
+/**
+ * Process-local device authorizations for a single instance. Bounded,
+ * timer-free; every call costs O(log n) in the records held, or
+ * O(`maxPendingPerClient`) for `create`.
+ */
 export class MemoryDeviceCodeStore implements DeviceCodeStore {
   readonly #byDevice = new Map<string, DeviceCodeRecord>();
   readonly #byUser = new Map<string, string>();
-  readonly #byClient = new Map<string, string[]>();
+  // Each client's live, unconsumed records, oldest first: what its quota counts.
+  readonly #byClient = new Map<string, Set<string>>();
+  // Consumed records, oldest first: kept for `release`, dropped first when full.
+  readonly #consumed = new Set<string>();
+  readonly #expiry = new ExpiryQueue<string>();
   readonly #maxEntries: number;
   readonly #maxPerClient: number;
 
@@ -123,27 +136,34 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
       where,
       "maxPendingPerClient",
       options.maxPendingPerClient,
-      5,
+      1,
     );
   }
 
   async create(record: DeviceCodeRecord, now: number): Promise<CreateOutcome> {
-    const holder = this.#live(record.userCodeHash, now);
-    if (holder !== undefined) return "user_code_taken";
+    this.#expire(now - LINGER_MS);
+    if (this.#live(record.userCodeHash, now) !== undefined) return "user_code_taken";
     // A client that keeps starting flows only ever pushes out its own oldest.
-    const pending = (this.#byClient.get(record.clientId) ?? [])
-      .map((hash) => this.#byDevice.get(hash))
-      .filter(
-        (other) => other !== undefined && other.status === "pending" && other.expiresAt > now,
-      );
-    while (pending.length >= this.#maxPerClient) this.#remove(pending.shift() as DeviceCodeRecord);
-    if (this.#byDevice.size >= this.#maxEntries) this.#sweep(now);
+    const own = this.#byClient.get(record.clientId);
+    if (own !== undefined) {
+      for (const hash of own) {
+        const other = this.#byDevice.get(hash);
+        if (other === undefined || other.expiresAt <= now) own.delete(hash);
+      }
+      for (const hash of own) {
+        if (own.size < this.#maxPerClient) break;
+        this.#remove(hash);
+      }
+    }
+    if (this.#byDevice.size >= this.#maxEntries) this.#makeRoom(now);
     if (this.#byDevice.size >= this.#maxEntries) return "full";
     this.#byDevice.set(record.deviceCodeHash, { ...record });
     this.#byUser.set(record.userCodeHash, record.deviceCodeHash);
-    const own = this.#byClient.get(record.clientId);
-    if (own === undefined) this.#byClient.set(record.clientId, [record.deviceCodeHash]);
-    else own.push(record.deviceCodeHash);
+    this.#count(record);
+    this.#expiry.push(record.deviceCodeHash, record.expiresAt);
+    // Superseded records leave their entries behind: shed them before they outnumber the live.
+    if (this.#expiry.size > 2 * this.#byDevice.size + 64)
+      this.#expiry.retain((hash, at) => this.#byDevice.get(hash)?.expiresAt === at);
     return "created";
   }
 
@@ -180,6 +200,8 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
     if (record.status === "approved") {
       const consumed: DeviceCodeRecord = { ...record, status: "consumed", lastPolledAt: now };
       this.#byDevice.set(deviceCodeHash, consumed);
+      this.#uncount(consumed);
+      this.#consumed.add(deviceCodeHash);
       return { outcome: "approved", record: consumed };
     }
     this.#byDevice.set(deviceCodeHash, { ...record, lastPolledAt: now });
@@ -195,7 +217,10 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
       record.lastPolledAt !== consumedAt
     )
       return false;
-    this.#byDevice.set(deviceCodeHash, { ...record, status: "approved" });
+    const approved: DeviceCodeRecord = { ...record, status: "approved" };
+    this.#byDevice.set(deviceCodeHash, approved);
+    this.#consumed.delete(deviceCodeHash);
+    this.#count(approved);
     return true;
   }
 
@@ -211,24 +236,40 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
     return record;
   }
 
-  #remove(record: DeviceCodeRecord): void {
-    this.#byDevice.delete(record.deviceCodeHash);
-    if (this.#byUser.get(record.userCodeHash) === record.deviceCodeHash)
-      this.#byUser.delete(record.userCodeHash);
+  #count(record: DeviceCodeRecord): void {
     const own = this.#byClient.get(record.clientId);
-    const at = own?.indexOf(record.deviceCodeHash) ?? -1;
-    if (own !== undefined && at >= 0) own.splice(at, 1);
-    if (own?.length === 0) this.#byClient.delete(record.clientId);
+    if (own === undefined) this.#byClient.set(record.clientId, new Set([record.deviceCodeHash]));
+    else own.add(record.deviceCodeHash);
   }
 
-  // Drops records that are long expired, then finished ones past their expiry.
-  #sweep(now: number): void {
-    for (const record of [...this.#byDevice.values()]) {
-      if (record.expiresAt + LINGER_MS <= now) this.#remove(record);
-    }
-    if (this.#byDevice.size < this.#maxEntries) return;
-    for (const record of [...this.#byDevice.values()]) {
-      if (record.expiresAt <= now || record.status === "consumed") this.#remove(record);
+  #uncount(record: DeviceCodeRecord): void {
+    const own = this.#byClient.get(record.clientId);
+    own?.delete(record.deviceCodeHash);
+    if (own?.size === 0) this.#byClient.delete(record.clientId);
+  }
+
+  #remove(hash: string): void {
+    const record = this.#byDevice.get(hash);
+    if (record === undefined) return;
+    this.#byDevice.delete(hash);
+    if (this.#byUser.get(record.userCodeHash) === hash) this.#byUser.delete(record.userCodeHash);
+    this.#uncount(record);
+    this.#consumed.delete(hash);
+  }
+
+  // Drops the records whose code expired at or before `until`.
+  #expire(until: number): void {
+    this.#expiry.popDue(until, (hash, at) => {
+      if (this.#byDevice.get(hash)?.expiresAt === at) this.#remove(hash);
+    });
+  }
+
+  // When full: ended records go before their lingering time is up, expired ones first.
+  #makeRoom(now: number): void {
+    this.#expire(now);
+    for (const hash of this.#consumed) {
+      if (this.#byDevice.size < this.#maxEntries) return;
+      this.#remove(hash);
     }
   }
 }

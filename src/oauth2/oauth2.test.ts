@@ -458,6 +458,49 @@ describe("device authorization", () => {
   });
 });
 
+describe("device-code store capacity", () => {
+  it("leaves room for everyone else at its defaults when 2,100 clients start five flows each", async () => {
+    const service = new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d` });
+    for (let client = 0; client < 2100; client++)
+      for (let flow = 0; flow < 5; flow++) await service.begin(`flooder-${client}`, ["read"]);
+    const other = await service.begin("someone-else", ["read"]);
+    expect(await service.lookup(human(), other.user_code)).toMatchObject({ ok: true });
+  });
+
+  it("counts a client's approved codes it has not collected against its quota", async () => {
+    const store = new MemoryDeviceCodeStore({ maxEntries: 20 });
+    const service = new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, store });
+    for (let i = 0; i < 50; i++) {
+      const begun = await service.begin("hoarder", ["read"]);
+      expect((await service.authorize(human(), begun.user_code, "hoarder")).ok).toBe(true);
+    }
+    expect(store.size).toBe(1);
+    const other = await service.begin("someone-else", ["read"]);
+    expect(await service.lookup(human(), other.user_code)).toMatchObject({ ok: true });
+  });
+
+  it("refuses only the newcomer when every record is live, and takes ended ones first", async () => {
+    let now = 1_000_000;
+    const store = new MemoryDeviceCodeStore({ maxEntries: 3 });
+    const service = new DeviceAuthorizationService({
+      verificationUri: `${ISSUER}/d`,
+      store,
+      now: () => now,
+      lifetimeSeconds: 60,
+    });
+    const held = [];
+    for (const client of ["a", "b", "c"]) held.push(await service.begin(client, ["read"]));
+    await expect(service.begin("d", ["read"])).rejects.toMatchObject({
+      code: "ERR_STORE_UNAVAILABLE",
+    });
+    for (const begun of held)
+      expect(await service.lookup(human(), begun.user_code)).toMatchObject({ ok: true });
+    now += 61_000; // every code has expired, though still lingering for late polls
+    await service.begin("d", ["read"]);
+    expect(store.size).toBe(1);
+  });
+});
+
 describe("endpoints", () => {
   it("answer 503 temporarily_unavailable in bounded time when the store stalls", async () => {
     const stalled: DeviceCodeStore = {

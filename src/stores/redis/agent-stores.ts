@@ -1,6 +1,7 @@
 import type { Grant, GrantStore } from "../../agentauth/grants.ts";
 import type { PendingRequest, PendingRequestStore } from "../../agentauth/pending.ts";
 import type { ReplayStore } from "../../agentauth/replay.ts";
+import { InvalidOptionsError } from "../../core/errors.ts";
 import type {
   CreateOutcome,
   DecideOutcome,
@@ -82,7 +83,8 @@ export class RedisReplayStore extends RedisStore implements ReplayStore {
 const DEVICE_LINGER_MS = 10 * 60_000;
 
 // KEYS: record, user-code index, client's set. ARGV: json, userCodeHash, deviceHash,
-// now, expiresAt, maxPending, clientPrefix. Supersedes the client's oldest pending codes.
+// now, expiresAt, maxPending, recordPrefix. Supersedes the client's oldest live codes (pending,
+// or decided and not yet collected); consumed ones no longer count and leave the set.
 const DEVICE_CREATE = new RedisScript(`
 local held = redis.call('GET', KEYS[2])
 if held then
@@ -94,7 +96,8 @@ local live = redis.call('ZRANGE', KEYS[3], 0, -1)
 local pending = {}
 for _, hash in ipairs(live) do
   local text = redis.call('GET', ARGV[7] .. hash)
-  if text and cjson.decode(text).status == 'pending' then table.insert(pending, hash) end
+  if text and cjson.decode(text).status ~= 'consumed' then table.insert(pending, hash)
+  else redis.call('ZREM', KEYS[3], hash) end
 end
 local excess = #pending - tonumber(ARGV[6]) + 1
 for i = 1, excess do
@@ -183,9 +186,10 @@ return 1
  */
 export interface RedisDeviceCodeStoreOptions extends ScriptedStoreOptions {
   /**
-   * Most live pending codes per client; a new one supersedes the oldest.
+   * Most live codes per client (pending, or decided and not yet collected); a
+   * new one supersedes the client's oldest.
    *
-   * @default 5
+   * @default 1
    */
   readonly maxPendingPerClient?: number;
 }
@@ -197,9 +201,11 @@ export class RedisDeviceCodeStore extends RedisStore implements DeviceCodeStore 
   constructor(options: RedisDeviceCodeStoreOptions) {
     const { maxPendingPerClient, ...rest } = options ?? ({} as RedisDeviceCodeStoreOptions);
     super("RedisDeviceCodeStore", rest, "portcullis:device:");
-    this.#maxPending = maxPendingPerClient ?? 5;
+    this.#maxPending = maxPendingPerClient ?? 1;
     if (!Number.isSafeInteger(this.#maxPending) || this.#maxPending < 1)
-      throw new RangeError("RedisDeviceCodeStore: maxPendingPerClient must be a positive integer");
+      throw new InvalidOptionsError(
+        "RedisDeviceCodeStore: maxPendingPerClient must be a positive integer",
+      );
   }
 
   async create(record: DeviceCodeRecord, now: number): Promise<CreateOutcome> {

@@ -1,0 +1,123 @@
+/**
+ * Two instances whose clocks differ share one replay store: a token used on
+ * the instance ahead is refused on the one behind for as long as the one
+ * behind would still accept it, on every store, whichever instance prunes.
+ */
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AgentAuth,
+  agentAuth,
+  type Grant,
+  MemoryGrantStore,
+  MemoryReplayStore,
+  type ReplayStore,
+} from "../src/agentauth/index.ts";
+import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
+import { MemoryClientStore } from "../src/oauth2/index.ts";
+import { migrate, PostgresReplayStore } from "../src/stores/postgres/index.ts";
+import { RedisReplayStore } from "../src/stores/redis/index.ts";
+import { redisForTests } from "./support/redis.ts";
+
+const ISSUER = "https://api.example.com";
+// The verifier's default clock tolerance, in seconds.
+const TOLERANCE = 5;
+const redis = redisForTests();
+const schema = `portcullis_skew_${crypto.randomUUID().replace(/-/g, "")}`;
+const pool = new pg.Pool({
+  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  options: `-c search_path=${schema}`,
+});
+let keys: KeySet;
+
+beforeAll(async () => {
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await migrate(pool);
+  keys = await generateKeySet();
+});
+
+afterAll(async () => {
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
+});
+
+const stores: [string, () => ReplayStore & { prune?(now: number): Promise<number> }][] = [
+  ["memory", () => new MemoryReplayStore()],
+  [
+    "Redis",
+    () =>
+      new RedisReplayStore({
+        client: redis.client,
+        prefix: `${redis.prefix}jti:${crypto.randomUUID()}:`,
+      }),
+  ],
+  ["PostgreSQL", () => new PostgresReplayStore({ pool })],
+];
+
+function instance(replay: ReplayStore, grants: MemoryGrantStore, now: () => number) {
+  return agentAuth({
+    issuer: ISSUER,
+    clients: new MemoryClientStore(),
+    keys,
+    tokenTtlSeconds: 1,
+    capabilities: [{ name: "count", description: "Counts.", handler: () => ({ ran: true }) }],
+    stores: { replay, grants },
+    now,
+    onError: () => {},
+    onStoreError: () => {},
+  });
+}
+
+async function execute(agents: AgentAuth, token: string) {
+  const response = await agents.execute(
+    new Request(`${ISSUER}/capability/execute`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ capability: "count" }),
+    }),
+  );
+  return [response.status, ((await response.json()) as { error?: string }).error];
+}
+
+describe.each(stores)("replay across instances with skewed clocks (%s)", (_name, makeStore) => {
+  it.each([
+    ["by the tolerance", TOLERANCE],
+    ["by twice the tolerance, each within it of the true time", 2 * TOLERANCE],
+  ])(
+    "refuses on the instance behind a token used on the one ahead, clocks apart %s",
+    async (_what, skewSeconds) => {
+      const replay = makeStore();
+      const grants = new MemoryGrantStore();
+      let offset = 0;
+      const ahead = await instance(replay, grants, () => Date.now() + offset);
+      const behind = await instance(replay, grants, () => Date.now() + offset - skewSeconds * 1000);
+      const grant: Grant = {
+        grantId: crypto.randomUUID(),
+        principalId: "agent-1",
+        status: "active",
+        capabilities: ["count"],
+        approvedBy: "alice",
+        createdAt: Date.now() - 60_000,
+        expiresAt: Date.now() + 86_400_000,
+      };
+      await grants.create(grant);
+      const mint = async () =>
+        ahead.runtime.tokens.mint({
+          principalId: "agent-1",
+          grantId: grant.grantId,
+          capabilities: ["count"],
+        });
+
+      const used = await mint();
+      // The instance ahead uses it 700 ms before it stops accepting it.
+      offset = (used.expiresAt + TOLERANCE) * 1000 - 700 - Date.now();
+      expect(await execute(ahead, used.token)).toEqual([200, undefined]);
+      await new Promise((resolve) => setTimeout(resolve, 900));
+      // The instance ahead goes on working, and prunes, by its own clock.
+      expect(await execute(ahead, (await mint()).token)).toEqual([200, undefined]);
+      await replay.prune?.(ahead.runtime.now());
+      // The one behind still accepts the token for skew - 0.2 s more: it must know it was used.
+      expect(await execute(behind, used.token)).toEqual([401, "invalid_jwt"]);
+    },
+  );
+});
