@@ -181,4 +181,17 @@ describe("the README's commands in a fresh clone", () => {
     stop(client.child);
     stop(server.child);
   });
+
+  it("npm run agent finds the example on PORT, as npm start does", async () => {
+    const { port, server } = await startServer("npm start");
+    const agent = run("npm run agent -- get_time", port);
+    await until(
+      "npm run agent printed no approval URL",
+      () => CLIENT_OUTPUT.test(agent.output()),
+      agent,
+    );
+    expect(agent.output()).toContain(`open http://127.0.0.1:${port}/device?user_code=`);
+    stop(agent.child);
+    stop(server.child);
+  });
 });
