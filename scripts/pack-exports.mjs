@@ -1,7 +1,8 @@
 // The "source" export condition points this repository's tests and tools at
 // src/*.ts. A consumer whose bundler honours a "source" condition would get
 // the TypeScript sources instead of the build, so the packed package.json
-// carries none: `strip` before packing, `restore` after.
+// carries none: `strip` before packing, `restore` after. `npm pack` builds first
+// (prepack), so a clone that never ran `npm run build` still ships dist/.
 import { copyFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 
 const [action] = process.argv.slice(2);

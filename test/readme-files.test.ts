@@ -23,6 +23,11 @@ describe("the README's file blocks", () => {
         "examples/shared/security.ts",
         "examples/shared/accounts.ts",
         "examples/agents-quickstart/server.ts",
+        "examples/agents-quickstart/agent.ts",
+        // The Next.js section: its `chain` is the example's, its matcher the example's.
+        "examples/next/proxy.ts",
+        "examples/next/app/api/me/route.ts",
+        "examples/next/app/admin/panel/route.ts",
       ]),
     );
   });

@@ -9,8 +9,9 @@
  *   npm run agent -- export_report
  *   npm run agent -- echo '{"text":"hi"}' --every 5   # keeps going until the grant is revoked
  *
- * PORTCULLIS_URL (default http://127.0.0.1:3000), PORTCULLIS_AGENT_ID
- * (demo-agent) and PORTCULLIS_AGENT_SECRET choose the service and the agent.
+ * PORTCULLIS_URL (default http://127.0.0.1:$PORT, PORT 3000 as for `npm start`),
+ * PORTCULLIS_AGENT_ID (demo-agent) and PORTCULLIS_AGENT_SECRET choose the
+ * service and the agent.
  */
 import * as oidc from "openid-client";
 
@@ -30,7 +31,7 @@ try {
   process.exit(2);
 }
 
-const base = new URL(process.env.PORTCULLIS_URL ?? "http://127.0.0.1:3000");
+const base = new URL(process.env.PORTCULLIS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
 const agentId = process.env.PORTCULLIS_AGENT_ID ?? "demo-agent";
 const secret =
   process.env.PORTCULLIS_AGENT_SECRET ??
@@ -57,8 +58,10 @@ const oauth = await oidc.discovery(
   oidc.ClientSecretBasic(secret),
   {
     algorithm: "oauth2",
-    // Plain HTTP only because the example runs on localhost.
-    ...(base.protocol === "http:" ? { execute: [oidc.allowInsecureRequests] } : {}),
+    // Plain HTTP only for a service on this machine: never toward a remote one.
+    ...(base.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(base.hostname)
+      ? { execute: [oidc.allowInsecureRequests] }
+      : {}),
   },
 );
 const basic = `Basic ${btoa(`${encodeURIComponent(agentId)}:${encodeURIComponent(secret)}`)}`;

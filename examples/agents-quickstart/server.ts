@@ -7,15 +7,19 @@ import {
   csrfToken,
   login,
   newHandler,
+  nodeServerClientAddress,
   passwordCredentials,
+  sameOriginPath,
   sessions,
 } from "portcullis";
 import { agentAuth } from "portcullis/agentauth";
 import { MemoryClientStore } from "portcullis/oauth2";
 
-const issuer = "http://127.0.0.1:3000"; // your public https URL in production
+const port = Number(process.env.PORT ?? 3000);
+const issuer = `http://127.0.0.1:${port}`; // your public https URL in production
 const { ALICE_PASSWORD, RESEARCH_KEY } = process.env;
-if (!ALICE_PASSWORD || !RESEARCH_KEY) throw new Error("set ALICE_PASSWORD and RESEARCH_KEY");
+if (!ALICE_PASSWORD || !RESEARCH_KEY || RESEARCH_KEY.length < 16)
+  throw new Error("set ALICE_PASSWORD, and RESEARCH_KEY to at least 16 characters");
 
 // The humans who approve agents (your user table: hashes only).
 const encoder = createPasswordEncoder();
@@ -67,21 +71,33 @@ const agents = await agentAuth({
   onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
 });
 
+const html = (body: string) => new Response(body, { headers: { "content-type": "text/html" } });
+
 const router = async (request: Request): Promise<Response> => {
   const answered = await agents.route(request); // discovery, list, execute, OAuth endpoints
   if (answered) return answered;
   const url = new URL(request.url);
+  if (url.pathname === "/login") {
+    // The sign-in form; the login leg answers its POST and sends the browser back to `next`.
+    const next = sameOriginPath(url.searchParams.get("next")) ?? "/agent/approve";
+    return html(
+      `<form method="post" action="/login"><input type="hidden" name="_csrf" value="${await csrfToken(request)}">
+       <input type="hidden" name="next" value="${next.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`)}">
+       ${url.searchParams.has("error") ? "<p>Wrong username or password.</p>" : ""}
+       <label>Username <input name="username"></label>
+       <label>Password <input name="password" type="password"></label><button>Sign in</button></form>`,
+    );
+  }
   if (url.pathname === "/agent/approve" && request.method === "POST")
     return agents.approve(request);
   if (url.pathname === "/agent/approve") {
     // Shows the code form; `await agents.describe(request, code)` tells which agent asks for what.
     const token = await csrfToken(request);
     const code = (url.searchParams.get("user_code") ?? "").replace(/[^A-Z-]/g, "");
-    return new Response(
+    return html(
       `<form method="post"><input type="hidden" name="_csrf" value="${token}">
        <input name="user_code" value="${code}"><button name="action" value="approve">Approve</button>
        <button name="action" value="deny">Deny</button></form>`,
-      { headers: { "content-type": "text/html" } },
     );
   }
   return new Response("not found", { status: 404 });
@@ -89,14 +105,18 @@ const router = async (request: Request): Promise<Response> => {
 
 serve({
   hostname: "127.0.0.1",
-  port: 3000,
+  port,
   fetch: newHandler(router, {
+    clientAddress: nodeServerClientAddress, // the peer's address, for the login throttle
     session: sessions({ secure: false }), // plain HTTP on localhost only; keep the default behind TLS
     csrf: csrf(),
-    login: login({ credentials }), // POST /login {username, password} with the CSRF token
+    login: login({ credentials, failureRedirect: "/login?error" }), // POST /login, CSRF token
+    // A page load that is not signed in goes to /login and comes back after.
+    browserDenials: { signInPath: "/login" },
     // Agents list capabilities with their own key; humans may use Basic too.
     authentication: [agents.authenticator, basicAuth({ credentials, required: false })],
     authorization: authz.routes([
+      authz.match("GET", "/login").permitAll(),
       authz.match("GET", "/.well-known/agent-configuration").permitAll(),
       authz.match("GET", "/.well-known/oauth-authorization-server").permitAll(),
       authz.match("GET", "/.well-known/jwks.json").permitAll(),
@@ -108,3 +128,4 @@ serve({
     ]),
   }),
 });
+console.log(`agents quick start on ${issuer}: run the agent with the same RESEARCH_KEY`);

@@ -8,6 +8,7 @@ import {
   login,
   mustAuthentication,
   newHandler,
+  nodeServerClientAddress,
   passwordCredentials,
   requireRole,
   sessions,
@@ -39,6 +40,8 @@ app.get("/billing/invoices", (c) => c.json({ invoices: [] }));
 
 // Pattern 1: the chain wraps the whole router, so it runs before anything is routed.
 const handler = newHandler(app.fetch, {
+  // Where the client's address comes from on @hono/node-server (Bun, Deno, Workers: see below).
+  clientAddress: nodeServerClientAddress,
   // Secure cookies are the default; plain HTTP on localhost needs secure: false.
   session: sessions({ secure: process.env.NODE_ENV === "production" }),
   authentication: basicAuth({ credentials, required: false }), // API clients may use HTTP Basic
@@ -54,5 +57,6 @@ const handler = newHandler(app.fetch, {
 });
 
 // On Node; Bun and Deno serve `handler` as it is, Workers as `export default { fetch: handler }`.
-serve({ fetch: handler, hostname: "127.0.0.1", port: Number(process.env.PORT ?? 3000) });
-console.log("try: curl -u ada:change-me-ada http://127.0.0.1:3000/");
+const port = Number(process.env.PORT ?? 3000);
+serve({ fetch: handler, hostname: "127.0.0.1", port });
+console.log(`try: curl -u ada:change-me-ada http://127.0.0.1:${port}/`);

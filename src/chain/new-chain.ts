@@ -59,27 +59,27 @@ export interface SecurityOptions {
    *
    * @default securityHeaders()
    */
-  readonly headers?: Middleware | false;
+  readonly headers?: Middleware | false | undefined;
   /**
    * Leg 2: CORS; answers preflights.
    *
    * @default none — no cross-origin reads beyond what browsers allow anyway, and preflights go on to authorization
    */
-  readonly cors?: Middleware | false;
+  readonly cors?: Middleware | false | undefined;
   /**
    * Leg 3: rate limiting. Rules keyed on `"principal"` are counted after the
    * session lookup and the authenticators, the others here.
    *
    * @default none — nothing is rate limited
    */
-  readonly rateLimit?: Middleware | false;
+  readonly rateLimit?: Middleware | false | undefined;
   /**
    * Leg 4: session lookup; binds the session and its principal. `false` for a
    * chain without sessions, such as a bearer-token API.
    *
    * @default sessions() (memory store, nothing written until `save()`)
    */
-  readonly session?: Middleware | false;
+  readonly session?: Middleware | false | undefined;
   /**
    * Authenticators that run after the session lookup, such as `basicAuth({ required: false })`.
    * Endpoints an authenticator declares as authenticating their own callers
@@ -88,7 +88,7 @@ export interface SecurityOptions {
    *
    * @default none — only the session can sign a request in
    */
-  readonly authentication?: Middleware | readonly Middleware[];
+  readonly authentication?: Middleware | readonly Middleware[] | undefined;
   /**
    * Leg 5: CSRF protection; `false` turns it off (never with `login`).
    * Without sessions it still refuses cross-site browser requests, which
@@ -97,13 +97,13 @@ export interface SecurityOptions {
    *
    * @default csrf()
    */
-  readonly csrf?: Middleware | false;
+  readonly csrf?: Middleware | false | undefined;
   /**
    * Leg 6: the login and logout endpoints, `login({...})`; only mountable here.
    *
    * @default none — no login or logout endpoint
    */
-  readonly login?: LoginEndpoint;
+  readonly login?: LoginEndpoint | undefined;
   /**
    * For browser page loads only: send a visitor who is not signed in to
    * `signInPath` (303, with `next` back to the page) and answer a 403 with an
@@ -111,7 +111,7 @@ export interface SecurityOptions {
    *
    * @default off — browsers get the same 401/403 problem JSON as API clients
    */
-  readonly browserDenials?: BrowserDenialOptions | false;
+  readonly browserDenials?: BrowserDenialOptions | false | undefined;
   /** Leg 7 (required): default-deny authorization, usually `authz.routes([...])`. */
   readonly authorization: Middleware;
   /**
@@ -120,7 +120,7 @@ export interface SecurityOptions {
    *
    * @default console.error
    */
-  readonly onError?: (error: unknown, request: Request) => void;
+  readonly onError?: ((error: unknown, request: Request) => void) | undefined;
   /**
    * Reads the socket peer address from what the runtime passes after the
    * request (`bunClientAddress`, `denoClientAddress`, `workersClientAddress`,
@@ -128,20 +128,20 @@ export interface SecurityOptions {
    *
    * @default none — the address is what an adapter bound, else unknown
    */
-  readonly clientAddress?: ClientAddressFunction;
+  readonly clientAddress?: ClientAddressFunction | undefined;
   /**
    * How many forwarding proxies to believe (`X-Forwarded-For`, or `Forwarded`
    * with `forwardedHeader: "forwarded"`), or a predicate on proxy addresses.
    *
    * @default 0 (forwarding headers are ignored)
    */
-  readonly trustProxy?: ClientAddressOptions["trustProxy"];
+  readonly trustProxy?: ClientAddressOptions["trustProxy"] | undefined;
   /**
    * Which forwarding header the trusted proxies write.
    *
    * @default "x-forwarded-for"
    */
-  readonly forwardedHeader?: ClientAddressOptions["forwardedHeader"];
+  readonly forwardedHeader?: ClientAddressOptions["forwardedHeader"] | undefined;
 }
 
 /** The security chain itself (Go's `securityhttp.New`): mount `chain.middleware` through an adapter. */

@@ -98,7 +98,7 @@ export interface ClientAddressOptions {
    *
    * @default 0 (forwarding headers are ignored)
    */
-  readonly trustProxy?: number | ((address: string) => boolean);
+  readonly trustProxy?: number | ((address: string) => boolean) | undefined;
   /**
    * The header the trusted proxies write: `"x-forwarded-for"` or the RFC 7239
    * `"forwarded"` (`for=` parameters). The other one is ignored, so a client
@@ -106,7 +106,7 @@ export interface ClientAddressOptions {
    *
    * @default "x-forwarded-for"
    */
-  readonly forwardedHeader?: "x-forwarded-for" | "forwarded";
+  readonly forwardedHeader?: "x-forwarded-for" | "forwarded" | undefined;
 }
 
 /** Validates `ClientAddressOptions`, throwing `InvalidOptionsError`; for factories that take them. */

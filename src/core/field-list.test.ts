@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CheckedFields, FieldList } from "./field-list.ts";
+import { CheckedFields } from "./checked-fields.ts";
+import { FieldList } from "./field-list.ts";
 import { isPassThrough, passThroughResponse } from "./pass-through.ts";
 import { setAbsent } from "./response.ts";
 

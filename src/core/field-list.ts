@@ -1,3 +1,5 @@
+import type { CheckedFields } from "./checked-fields.ts";
+
 /**
  * A `Headers` kept in a plain map: the legs decorate the pass-through answer
  * with a dozen constant fields per request, and the runtime's `Headers` pays
@@ -179,30 +181,6 @@ export class FieldList extends Headers {
   cookies(): readonly string[] {
     if (this.#source !== undefined) this.#takeAll();
     return this.#cookies;
-  }
-}
-
-/**
- * Header fields a leg sends on every answer, checked and normalized once when
- * the leg is built, so adding them per request is map work only. `Set-Cookie`
- * is refused: cookies are never constant.
- */
-export class CheckedFields {
-  readonly names: readonly string[];
-  readonly values: readonly string[];
-
-  constructor(fields: Iterable<readonly [string, string]>) {
-    const names: string[] = [];
-    const values: string[] = [];
-    for (const [name, value] of fields) {
-      const key = fieldName(name);
-      if (key === "set-cookie" || names.includes(key))
-        throw new TypeError(`not a constant, single field: ${key}`);
-      names.push(key);
-      values.push(fieldValue(value));
-    }
-    this.names = Object.freeze(names);
-    this.values = Object.freeze(values);
   }
 }
 

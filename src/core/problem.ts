@@ -25,7 +25,8 @@ export interface ProblemInit {
   readonly type?: string;
   /** Extension members the problem type defines; they never override the standard ones. */
   readonly extensions?: Readonly<Record<string, unknown>>;
-  readonly headers?: HeadersInit;
+  /** Anything `new Headers()` takes (spelt so Node's types alone compile it, without the DOM lib). */
+  readonly headers?: ConstructorParameters<typeof Headers>[0];
 }
 
 /** An RFC 9457 problem-details response. */

@@ -1,4 +1,5 @@
-import { type CheckedFields, FieldList } from "./field-list.ts";
+import type { CheckedFields } from "./checked-fields.ts";
+import { FieldList } from "./field-list.ts";
 
 /**
  * Applies `edit` to `response`'s headers and returns the response to hand on.

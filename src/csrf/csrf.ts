@@ -33,20 +33,20 @@ export interface CsrfOptions {
    *
    * @default "x-csrf-token"
    */
-  readonly headerName?: string;
+  readonly headerName?: string | undefined;
   /**
    * Form field carrying the token (urlencoded and multipart bodies).
    *
    * @default "_csrf"
    */
-  readonly parameterName?: string;
+  readonly parameterName?: string | undefined;
   /**
    * Path of the token endpoint answering `GET` with JSON, served when the session
    * leg runs; `false` mounts none.
    *
    * @default "/csrf"
    */
-  readonly tokenPath?: string | false;
+  readonly tokenPath?: string | false | undefined;
   /**
    * Origins other than the server's own that may send state-changing requests,
    * exact (`https://app.example.com`). Never derived from forwarded headers:
@@ -54,20 +54,20 @@ export interface CsrfOptions {
    *
    * @default none — only the server's own origin
    */
-  readonly trustedOrigins?: readonly string[];
+  readonly trustedOrigins?: readonly string[] | undefined;
   /**
    * Path patterns that need a session and a token even when the request brings
    * no session cookie, so nobody can be signed in or out by another site.
    *
    * @default ["/login", "/logout"]
    */
-  readonly alwaysProtect?: readonly string[];
+  readonly alwaysProtect?: readonly string[] | undefined;
   /**
    * Largest form body searched for the token field, in bytes.
    *
    * @default 65_536 (64 KiB)
    */
-  readonly maxFormBytes?: number;
+  readonly maxFormBytes?: number | undefined;
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"]);

@@ -1,6 +1,6 @@
+import { CheckedFields } from "../core/checked-fields.ts";
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import { CheckedFields } from "../core/field-list.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { setAbsent, withHeaders } from "../core/response.ts";

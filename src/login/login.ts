@@ -45,37 +45,37 @@ export interface LoginOptions {
    *
    * @default "/login"
    */
-  readonly loginPath?: string;
+  readonly loginPath?: string | undefined;
   /**
    * Where `POST` signs out.
    *
    * @default "/logout"
    */
-  readonly logoutPath?: string;
+  readonly logoutPath?: string | undefined;
   /**
    * Where a browser form login goes on success (303); JSON clients get 200 JSON.
    *
    * @default none — 200 JSON for all
    */
-  readonly successRedirect?: string;
+  readonly successRedirect?: string | undefined;
   /**
    * Where a failed browser form login goes (303).
    *
    * @default none — 401 problem details
    */
-  readonly failureRedirect?: string;
+  readonly failureRedirect?: string | undefined;
   /**
    * Where a browser form logout goes (303).
    *
    * @default none — 204
    */
-  readonly logoutRedirect?: string;
+  readonly logoutRedirect?: string | undefined;
   /**
    * Largest login body accepted, in bytes (413 beyond).
    *
    * @default 8192 (8 KiB)
    */
-  readonly maxBodyBytes?: number;
+  readonly maxBodyBytes?: number | undefined;
 }
 
 const OPTION_NAMES = [

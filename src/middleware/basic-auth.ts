@@ -41,7 +41,7 @@ export interface BasicAuthOptions {
    *
    * @default "portcullis"
    */
-  readonly realm?: string;
+  readonly realm?: string | undefined;
   /**
    * `true`: a guard; requests without valid Basic credentials get 401.
    * `false`: an authenticator in the chain; requests without a Basic
@@ -53,7 +53,7 @@ export interface BasicAuthOptions {
    *
    * @default true
    */
-  readonly required?: boolean;
+  readonly required?: boolean | undefined;
 }
 
 /** Longest `Authorization` value read; RFC 7617 credentials are short. */

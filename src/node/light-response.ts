@@ -66,7 +66,8 @@ function stateOf(response: Light): LightState {
 export function lightState(response: Response):
   | {
       body: string | Uint8Array | null;
-      headers: FieldList | undefined;
+      // Typed as Headers: the declarations must compile with Node's types alone, no DOM lib.
+      headers: Headers | undefined;
       pairs: readonly string[];
       status: number;
       statusText: string;
@@ -77,7 +78,7 @@ export function lightState(response: Response):
 }
 
 /** The headers a light response answers with (its own list, also once it was made real). */
-export function lightHeaders(response: Response): FieldList | undefined {
+export function lightHeaders(response: Response): Headers | undefined {
   const state = (response as Light)[STATE];
   return state === undefined ? undefined : headersOf(state);
 }

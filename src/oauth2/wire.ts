@@ -53,7 +53,11 @@ const NOT_IN_DESCRIPTION = /[^\x20\x21\x23-\x5b\x5d-\x7e]/g;
 const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" };
 
 /** A JSON body nobody may cache: every token endpoint answer. */
-export function noStoreJson(body: unknown, status = 200, headers?: HeadersInit): Response {
+export function noStoreJson(
+  body: unknown,
+  status = 200,
+  headers?: ConstructorParameters<typeof Headers>[0],
+): Response {
   const out = new Headers(headers);
   out.set("content-type", "application/json");
   for (const [name, value] of Object.entries(NO_STORE)) out.set(name, value);

@@ -50,51 +50,51 @@ export interface SessionOptions {
    *
    * @default a new `MemorySessionStore()` (one process only)
    */
-  readonly store?: SessionStore;
+  readonly store?: SessionStore | undefined;
   /**
    * Cookie name. Browsers refuse `__Host-` cookies without `Secure`, hence
    * the other name when `secure` is off.
    *
    * @default "__Host-portcullis-session" when `secure`, else "portcullis-session"
    */
-  readonly cookieName?: string;
+  readonly cookieName?: string | undefined;
   /**
    * `Secure` attribute; turn off only for plain-HTTP development on localhost.
    *
    * @default true
    */
-  readonly secure?: boolean;
+  readonly secure?: boolean | undefined;
   /**
    * `SameSite` attribute.
    *
    * @default "Lax"
    */
-  readonly sameSite?: "Lax" | "Strict";
+  readonly sameSite?: "Lax" | "Strict" | undefined;
   /**
    * A signed-in session unused this long (ms) is over, enforced server-side.
    *
    * @default 1_800_000 (30 minutes)
    */
-  readonly idleTimeoutMs?: number;
+  readonly idleTimeoutMs?: number | undefined;
   /**
    * A stored session nobody is signed in to (data an application saved for a
    * visitor) unused this long (ms) is over. Never longer than `idleTimeoutMs`.
    *
    * @default 900_000 (15 minutes), or `idleTimeoutMs` when that is shorter
    */
-  readonly anonymousIdleTimeoutMs?: number;
+  readonly anonymousIdleTimeoutMs?: number | undefined;
   /**
    * A session older than this (ms) is over however busy it is.
    *
    * @default 28_800_000 (8 hours)
    */
-  readonly absoluteTimeoutMs?: number;
+  readonly absoluteTimeoutMs?: number | undefined;
   /**
    * How often (ms) a request refreshes the last-access time in the store.
    *
    * @default min(60_000, anonymousIdleTimeoutMs / 4)
    */
-  readonly touchIntervalMs?: number;
+  readonly touchIntervalMs?: number | undefined;
   /**
    * Longest wait for one store call (read, refresh, save, delete), in ms; past
    * it the request answers 503. The built-in `MemorySessionStore` answers at
@@ -102,20 +102,20 @@ export interface SessionOptions {
    *
    * @default 1000
    */
-  readonly storeTimeoutMs?: number;
+  readonly storeTimeoutMs?: number | undefined;
   /**
    * Told about every store failure and timeout (the request then answers 503).
    * Throttled so an outage does not flood the log.
    *
    * @default console.error, at most once every 10 s
    */
-  readonly onStoreError?: (error: unknown) => void;
+  readonly onStoreError?: ((error: unknown) => void) | undefined;
   /**
    * Clock, for tests.
    *
    * @default Date.now
    */
-  readonly now?: () => number;
+  readonly now?: (() => number) | undefined;
 }
 
 /**

@@ -52,3 +52,21 @@ describe("Express with body parsers mounted before the adapter", () => {
     expect(kit.hits()).toBe(before);
   });
 });
+
+describe("Express answers through the adapter", () => {
+  const kit = makeKit();
+  let served: Served;
+  beforeAll(async () => {
+    served = await startExpress(kit);
+  });
+  afterAll(() => served.close());
+
+  it("carry no X-Powered-By, passed or denied", async () => {
+    const passed = await call(served.url, "/public/hello");
+    expect(passed.status).toBe(200);
+    expect(passed.headers.get("x-powered-by")).toBeNull();
+    const denied = await call(served.url, "/me");
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get("x-powered-by")).toBeNull();
+  });
+});

@@ -30,6 +30,9 @@ export function expressMiddleware(
   checkAdapterOptions("expressMiddleware", options);
   const run = chainRunner(chain, options);
   return (req: Request, res: Response, next: NextFunction): void => {
+    // Express announces itself on every answer unless told not to: a fingerprint for
+    // attackers, off here for denials and passed requests alike (a route may set it again).
+    if (!res.headersSent) res.removeHeader("x-powered-by");
     const original = req.originalUrl ?? req.url;
     // Middleware before the chain may have rewritten req.url: the router routes that one.
     const routed = `${req.baseUrl ?? ""}${req.url}`;
