@@ -60,7 +60,7 @@ export function methodProblem(
   if (near !== undefined) {
     return `${where}: ${quoted} is not an HTTP method of RFC 9110: write "${near}", or if ${quoted} is an extension method your server handles, ${declare}`;
   }
-  return `${where}: ${quoted} is not an HTTP method of RFC 9110 (${STANDARD_METHODS.join(", ")}); if it is an extension method your server handles, ${declare}${upper === method ? "" : ` and write "${upper}"`}`;
+  return `${where}: ${quoted} is neither a method of RFC 9110 nor PATCH (${STANDARD_METHODS.join(", ")}); if it is an extension method your server handles, ${declare}${upper === method ? "" : ` and write "${upper}"`}`;
 }
 
 /** Levenshtein distance; both strings are short method names. */
