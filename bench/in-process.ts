@@ -95,6 +95,24 @@ export async function inProcess(): Promise<void> {
       headers: { cookie, origin: "https://app.example.test" },
     });
 
+  // Wildcard rules that a backtracking matcher would take seconds on, against paths near the
+  // 8 KiB limit built to fail them as late as possible.
+  const wildcards = newChain({
+    headers: false,
+    session: false,
+    csrf: false,
+    authentication: signedIn,
+    authorization: routes([
+      match("/**/a/**/a/**/a/**/b").denyAll(),
+      match("/*a*a*a*a*a*b").denyAll(),
+      anyRequest().authenticated(),
+    ]),
+  }).wrap(bare);
+  const adversarial = (i: number) =>
+    new Request(
+      `https://127.0.0.1:3000/${i % 2 === 0 ? "a/".repeat(4000) : "a".repeat(8000)}${i & 7}`,
+    );
+
   const fullHandler = full.wrap(bare);
   const contenders: Contender[] = [
     { name: "bare Fetch handler", handler: bare, request },
@@ -110,6 +128,11 @@ export async function inProcess(): Promise<void> {
       // A different client address per request, as real traffic has.
       handler: (request) => fullHandler(request, `198.51.100.${Math.floor(Math.random() * 250)}`),
       request,
+    },
+    {
+      name: "authorization, 8 KiB adversarial paths vs wildcards",
+      handler: wildcards,
+      request: adversarial,
     },
   ];
   const results = await compare(contenders);

@@ -83,17 +83,20 @@ describe("authz.routes: default deny", () => {
 });
 
 describe("authz.routes: first match wins", () => {
-  it("lets a permitAll listed before a denyAll for the same path through", async () => {
-    const rules = routes([match("/x").permitAll(), match("/x").denyAll()]);
+  it("lets the first of two overlapping rules decide the requests both match", async () => {
+    const rules = routes([match("GET", "/x").permitAll(), match("/x").denyAll()]);
     const { response, ran } = await run(rules, "/x", ANONYMOUS);
     expect(response.status).toBe(200);
     expect(ran).toBe(1);
+    expect(await status(rules, "/x", ADMIN, "POST")).toBe(403);
   });
 
-  it("lets a denyAll listed before a permitAll for the same path deny", async () => {
-    const rules = routes([match("/x").denyAll(), match("/x").permitAll()]);
-    expect(await status(rules, "/x", ANONYMOUS)).toBe(401);
-    expect(await status(rules, "/x", ADMIN)).toBe(403);
+  it("lets a denyAll listed before an overlapping permitAll deny", async () => {
+    const rules = routes([match("/x/*").denyAll(), match("/x/**").permitAll()]);
+    expect(await status(rules, "/x/a", ANONYMOUS)).toBe(401);
+    expect(await status(rules, "/x/a", ADMIN)).toBe(403);
+    expect(await status(rules, "/x", ANONYMOUS)).toBe(200);
+    expect(await status(rules, "/x/a/b", ANONYMOUS)).toBe(200);
   });
 
   it("does not fall through to a later, more permissive rule after a denial", async () => {
@@ -166,9 +169,10 @@ describe("authz.routes: methods", () => {
     expect(downstream).toHaveBeenCalledTimes(1);
   });
 
-  it("upper-cases methods written in lower case in the rule", async () => {
-    const rules = routes([match("patch", "/items/**").permitAll()]);
-    expect(await status(rules, "/items/1", ANONYMOUS, "PATCH")).toBe(200);
+  it("refuses a method written in lower case, naming the upper-case one", () => {
+    expect(() => routes([match("patch", "/items/**").permitAll()])).toThrow(
+      /compared in upper case.*write "PATCH"/,
+    );
   });
 
   it("does not let a method-qualified rule cover other methods", async () => {
@@ -188,7 +192,7 @@ describe("authz.routes: methods", () => {
   it.each([
     ["two methods in one string", "GET POST"],
     ["an empty method", ""],
-    ["a method with a digit", "GET1"],
+    ["a method with a space", "GET "],
   ])("refuses %s", (_label, method) => {
     expect(() => match(method, "/x")).toThrow(InvalidOptionsError);
   });
@@ -200,6 +204,114 @@ describe("authz.routes: methods", () => {
   it("refuses a bad pattern when the rule is built", () => {
     expect(() => match("admin/**")).toThrow(InvalidOptionsError);
     expect(() => match("GET", "/admin/**x")).toThrow(InvalidOptionsError);
+  });
+});
+
+describe("authz.routes: rules that could never apply", () => {
+  it("refuses a rule an earlier, broader rule hides, naming both and the order to write", () => {
+    const build = () =>
+      routes([match("/api/**").authenticated(), match("/api/admin/**").hasRole("ADMIN")]);
+    expect(build).toThrow(InvalidOptionsError);
+    expect(build).toThrow(
+      'routes: "match(/api/admin/**) hasAnyRole(ADMIN)" can never run: "match(/api/**) authenticated" comes before it and matches every request it matches; put the narrower rule first',
+    );
+    expect(() =>
+      routes([match("/api/admin/**").hasRole("ADMIN"), match("/api/**").authenticated()]),
+    ).not.toThrow();
+  });
+
+  it.each([
+    ["the same pattern twice", "/x", undefined, "/x", undefined],
+    ["a one-segment rule under a broader **", "/a/**", undefined, "/a/*/b", undefined],
+    ["a method rule under an any-method rule", "/a/*", undefined, "/a/b", ["DELETE"]],
+    ["a method rule under a rule with more methods", "/a/**", ["GET", "POST"], "/a/b", ["POST"]],
+    ["a ** that needs one segment, hidden by * then **", "/*/**", undefined, "/**/x/**", undefined],
+    ["a glob under a wider glob", "/f/*.pdf", undefined, "/f/report-*.pdf", undefined],
+    ["anything under /**", "/**", undefined, "/a/**/b", ["GET"]],
+  ])("refuses %s", (_label, broad, broadMethods, narrow, narrowMethods) => {
+    const rule = (pattern: string, methods: string[] | undefined) =>
+      (methods === undefined ? match(pattern) : match(methods, pattern)).permitAll();
+    expect(() => routes([rule(broad, broadMethods), rule(narrow, narrowMethods)])).toThrow(
+      /can never run.*put the narrower rule first/,
+    );
+  });
+
+  it.each([
+    ["a method the earlier rule lacks", "/a/**", ["GET"], "/a/b", undefined],
+    ["a method rule beside another method", "/a/**", ["GET"], "/a/b", ["POST"]],
+    ["a path the earlier rule misses", "/a/*", undefined, "/a/**", undefined],
+    ["a glob that is not narrower", "/f/*.pdf", undefined, "/f/*", undefined],
+    ["a ** that allows no segment", "/*/**", undefined, "/**", undefined],
+  ])("accepts a later rule with requests of its own: %s", (_l, broad, bm, narrow, nm) => {
+    const rule = (pattern: string, methods: string[] | undefined) =>
+      (methods === undefined ? match(pattern) : match(methods, pattern)).permitAll();
+    expect(() => routes([rule(broad, bm), rule(narrow, nm)])).not.toThrow();
+  });
+
+  it("refuses anyRequest() after a rule that already matches every request", () => {
+    expect(() => routes([match("/**").permitAll(), anyRequest().denyAll()])).toThrow(
+      /can never run/,
+    );
+    expect(() => routes([match("GET", "/**").permitAll(), anyRequest().denyAll()])).not.toThrow();
+  });
+
+  it("names every hidden rule at once", () => {
+    expect(() =>
+      routes([match("/a/**").permitAll(), match("/a/b").denyAll(), match("/a/c").denyAll()]),
+    ).toThrow(/match\(\/a\/b\)[^\n]*\n[^\n]*match\(\/a\/c\)/);
+  });
+
+  it.each([
+    ["/files/*path", '"/files/**"'],
+    ["/*splat", '"/**"'],
+    ["/api/(.*)", '"/api/**"'],
+    ["/api/:id(.*)", '"/api/*"'],
+    ["/c++", "regular-expression or glob syntax"],
+    ["/files/{a,b}", "one rule for each alternative"],
+    ["/files/[abc].txt", "regular-expression or glob syntax"],
+    ["/a|b", "regular-expression or glob syntax"],
+    ["/users/<id>", "route template"],
+    ["/caf%C3%A9", "write the character itself"],
+    ["/a;b", "could never match"],
+  ])("refuses the pattern %s, saying what to write", (pattern, advice) => {
+    expect(() => routes([match(pattern).denyAll(), anyRequest().permitAll()])).toThrow(advice);
+  });
+
+  it.each([
+    ["DELET", 'write "DELETE"'],
+    ["GTE", 'write "GET"'],
+    ["get", 'write "GET"'],
+    ["PROPFIND", 'extensionMethods: ["PROPFIND"]'],
+    ["propfind", 'extensionMethods: ["PROPFIND"]'],
+  ])("refuses the method %s, saying what to write", (method, advice) => {
+    expect(() =>
+      routes([match(method, "/items/**").hasRole("ADMIN"), anyRequest().permitAll()]),
+    ).toThrow(advice);
+  });
+
+  it("accepts an extension method the rule set declares, and matches it", async () => {
+    const rules = routes(
+      [match("PROPFIND", "/dav/**").hasRole("ADMIN"), anyRequest().permitAll()],
+      {
+        extensionMethods: ["PROPFIND"],
+      },
+    );
+    expect(await status(rules, "/dav/x", USER, "PROPFIND")).toBe(403);
+    expect(await status(rules, "/dav/x", ADMIN, "PROPFIND")).toBe(200);
+  });
+
+  it.each([
+    ["a lower-case name", ["propfind"]],
+    ["a name that is not a token", ["PROP FIND"]],
+    ["not an array", "PROPFIND"],
+  ])("refuses extensionMethods holding %s", (_label, extensionMethods) => {
+    expect(() => routes([], { extensionMethods } as never)).toThrow(InvalidOptionsError);
+  });
+
+  it("refuses the methods option under another name", () => {
+    expect(() => routes([], { methods: ["PROPFIND"] } as never)).toThrow(
+      /unknown option "methods"/,
+    );
   });
 });
 

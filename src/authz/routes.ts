@@ -3,9 +3,11 @@ import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { declaredMethods, methodProblem } from "../core/http-method.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, normalizePath, ROUTED_PATHS, refusedPathResponse } from "../core/path.ts";
+import { patternCovers } from "../core/pattern.ts";
 import { unreadableBodyResponse } from "../core/problem.ts";
 import { RoleHierarchy, type RoleHierarchyInit } from "./hierarchy.ts";
 import type { Rule } from "./rules.ts";
@@ -36,6 +38,14 @@ export interface RoutesOptions {
    * @default none — roles are compared literally
    */
   readonly hierarchy?: RoleHierarchyInit;
+  /**
+   * Methods beyond RFC 9110's and PATCH that rules may name, in upper case
+   * (`["PROPFIND", "MKCOL"]`). Any other method a rule names is refused, so a
+   * misspelt one (`"DELET"`) cannot leave its requests to a later rule.
+   *
+   * @default none
+   */
+  readonly extensionMethods?: readonly string[];
 }
 
 /**
@@ -45,18 +55,27 @@ export interface RoutesOptions {
  */
 export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Middleware {
   if (!Array.isArray(rules)) throw new InvalidOptionsError("routes needs an array of rules");
-  rejectUnknownKeys("routes", options, ["hierarchy"]);
+  rejectUnknownKeys("routes", options, ["hierarchy", "extensionMethods"]);
+  const declared = declaredMethods("routes", options.extensionMethods);
+  const problems: string[] = [];
   rules.forEach((rule: Rule, index) => {
     if (typeof rule?.matches !== "function" || typeof rule.check !== "function") {
       throw new InvalidOptionsError("routes takes rules made by match(...) or anyRequest()");
     }
-    // The first covering rule decides, so nothing after a catch-all can ever run.
-    if (rule.coversAll === true && index < rules.length - 1) {
-      throw new InvalidOptionsError(
-        `routes: "${(rules[index + 1] as Rule).description}" comes after "${rule.description}" and can never run; put anyRequest() last`,
-      );
+    for (const method of rule.methods ?? []) {
+      const problem = methodProblem(`routes: "${rule.description}"`, method, declared);
+      if (problem !== undefined) problems.push(problem);
     }
+    // The first covering rule decides, so a rule whose every request an earlier one takes never runs.
+    const hiding = rules.slice(0, index).find((earlier) => hides(earlier, rule));
+    if (hiding === undefined) return;
+    problems.push(
+      hiding.coversAll === true
+        ? `routes: "${rule.description}" comes after "${hiding.description}" and can never run; put anyRequest() last`
+        : `routes: "${rule.description}" can never run: "${hiding.description}" comes before it and matches every request it matches; put the narrower rule first`,
+    );
   });
+  if (problems.length > 0) throw new InvalidOptionsError(problems.join("\n"));
   const list: readonly Rule[] = Object.freeze([...rules]);
   const hierarchy = RoleHierarchy.of(options.hierarchy);
 
@@ -100,4 +119,16 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
         ? forbiddenResponse()
         : unauthorizedResponse(request);
     };
+}
+
+/** Whether `earlier` matches every request `later` matches (exact for rules made by match() and anyRequest()). */
+function hides(earlier: Rule, later: Rule): boolean {
+  if (earlier.coversAll === true) return true;
+  const pattern = later.coversAll === true ? "/**" : later.pattern;
+  if (earlier.pattern === undefined || pattern === undefined) return false;
+  if (earlier.methods !== undefined) {
+    if (later.methods === undefined || !later.methods.every((m) => earlier.methods?.includes(m)))
+      return false;
+  }
+  return patternCovers(earlier.pattern, pattern);
 }

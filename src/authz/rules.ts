@@ -1,6 +1,7 @@
 import type { Authentication } from "../core/authentication.ts";
 import { isAuthenticated } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { isMethodToken } from "../core/http-method.ts";
 import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import type { RoleHierarchy } from "./hierarchy.ts";
 
@@ -15,6 +16,16 @@ export interface Rule {
   readonly check: AccessCheck;
   /** Covers every request (`anyRequest()`): no rule after it can ever run. */
   readonly coversAll?: boolean;
+  /** The path pattern of a `match()` rule, as written. */
+  readonly pattern?: string;
+  /** The methods of a `match(method, ...)` rule, as written; absent: every method. */
+  readonly methods?: readonly string[];
+}
+
+/** What a `match()` rule covers, kept so that `routes` can tell which rules hide others. */
+interface Scope {
+  readonly pattern: string;
+  readonly methods: readonly string[] | undefined;
 }
 
 /** Chooses who may pass the requests a matcher covers. */
@@ -22,24 +33,30 @@ export class RuleBuilder {
   readonly #description: string;
   readonly #matches: (method: string, path: string) => boolean;
   readonly #coversAll: boolean;
+  readonly #scope: Scope | undefined;
 
   /** @internal use `match()` or `anyRequest()` */
   constructor(
     description: string,
     matches: (method: string, path: string) => boolean,
     coversAll = false,
+    scope?: Scope,
   ) {
     this.#description = description;
     this.#matches = matches;
     this.#coversAll = coversAll;
+    this.#scope = scope;
   }
 
   #rule(access: string, check: AccessCheck): Rule {
+    const scope = this.#scope;
     return Object.freeze({
       description: `${this.#description} ${access}`,
       matches: this.#matches,
       check,
       coversAll: this.#coversAll,
+      ...(scope === undefined ? {} : { pattern: scope.pattern }),
+      ...(scope?.methods === undefined ? {} : { methods: scope.methods }),
     });
   }
 
@@ -105,22 +122,31 @@ function names(rule: string, values: readonly string[]): string[] {
 /**
  * Covers requests whose path matches `pattern` (see `compilePattern`), with
  * any method, or only with the given method(s): `match("GET", "/reports/**")`.
+ * Methods are written in upper case; `routes` refuses any but those of RFC
+ * 9110 and PATCH unless declared in its `extensionMethods` option.
  */
 export function match(pattern: string): RuleBuilder;
 export function match(method: string | readonly string[], pattern: string): RuleBuilder;
 export function match(first: string | readonly string[], second?: string): RuleBuilder {
   const pattern = second ?? (first as string);
   const path: PathMatcher = compilePattern(pattern);
-  if (second === undefined) return new RuleBuilder(`match(${pattern})`, (_m, p) => path(p));
-  const methods = (typeof first === "string" ? [first] : [...first]).map((m) => {
-    if (typeof m !== "string" || !/^[A-Za-z]+$/.test(m))
+  if (second === undefined) {
+    return new RuleBuilder(`match(${pattern})`, (_m, p) => path(p), false, {
+      pattern,
+      methods: undefined,
+    });
+  }
+  const methods = Object.freeze(typeof first === "string" ? [first] : [...first]);
+  for (const m of methods) {
+    if (!isMethodToken(m))
       throw new InvalidOptionsError(`not an HTTP method: ${JSON.stringify(m)}`);
-    return m.toUpperCase();
-  });
+  }
   if (methods.length === 0) throw new InvalidOptionsError("match needs at least one method");
   return new RuleBuilder(
     `match(${methods.join(",")} ${pattern})`,
     (m, p) => methods.includes(m) && path(p),
+    false,
+    { pattern, methods },
   );
 }
 

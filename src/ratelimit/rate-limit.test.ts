@@ -136,7 +136,7 @@ describe("rateLimit", () => {
   it("keeps separate counters per rule, path and method", async () => {
     const { statuses } = setup({
       rules: [
-        { name: "login", match: "/login", methods: ["post"], limit: 2, windowMs: 60_000 },
+        { name: "login", match: "/login", methods: ["POST"], limit: 2, windowMs: 60_000 },
         { name: "global", limit: 5, windowMs: 60_000 },
       ],
     });
@@ -485,6 +485,12 @@ describe("rateLimit", () => {
       { rules: [{ ...rule, match: [] }] },
       { rules: [{ ...rule, methods: [] }] },
       { rules: [{ ...rule, methods: ["GET POST"] }] },
+      { rules: [{ ...rule, methods: ["POTS"] }] },
+      { rules: [{ ...rule, methods: ["post"] }] },
+      { rules: [{ ...rule, methods: ["PROPFIND"] }] },
+      { rules: [{ ...rule, methods: ["propfind"] }], extensionMethods: ["propfind"] },
+      { rules: [rule], extensionMethods: "PROPFIND" },
+      { rules: [rule], methods: ["POST"] },
       { rules: [{ ...rule, name: "has space" }] },
       { rules: [{ ...rule, name: "has:colon" }] },
       { rules: [rule, { ...rule, name: "rule1" }] },
@@ -505,6 +511,15 @@ describe("rateLimit", () => {
     }
     expect(() =>
       rateLimit({ rules: [rule], ipv6Prefix: 0, ipv4Prefix: 0, trustProxy: 2 }),
+    ).not.toThrow();
+  });
+
+  it("refuses a misspelt or lower-case method, saying what to write, and takes declared ones", () => {
+    const rule = { limit: 1, windowMs: 1000 };
+    expect(() => rateLimit({ rules: [{ ...rule, methods: ["POTS"] }] })).toThrow('write "POST"');
+    expect(() => rateLimit({ rules: [{ ...rule, methods: ["post"] }] })).toThrow('write "POST"');
+    expect(() =>
+      rateLimit({ rules: [{ ...rule, methods: ["PROPFIND"] }], extensionMethods: ["PROPFIND"] }),
     ).not.toThrow();
   });
 });

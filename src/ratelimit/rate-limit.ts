@@ -9,6 +9,7 @@ import {
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
+import { declaredMethods, isMethodToken, methodProblem } from "../core/http-method.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { compilePattern, type PathMatcher } from "../core/pattern.ts";
@@ -46,7 +47,9 @@ export interface RateLimitRule {
    */
   readonly match?: string | readonly string[];
   /**
-   * Methods counted (compared upper-cased).
+   * Methods counted, in upper case: those of RFC 9110, PATCH, and any declared
+   * in `extensionMethods`; any other is refused, so a misspelt one cannot
+   * leave its rule counting nothing.
    *
    * @default every method
    */
@@ -93,6 +96,13 @@ export interface RateLimitRule {
 export interface RateLimitOptions extends ClientAddressOptions {
   /** The quotas, at least one. A rule without `match` and `methods` is a global default. */
   readonly rules: readonly RateLimitRule[];
+  /**
+   * Methods beyond RFC 9110's and PATCH that rules may name, in upper case
+   * (`["PROPFIND"]`), as in `authz.routes`.
+   *
+   * @default none
+   */
+  readonly extensionMethods?: readonly string[];
   /**
    * Where the counters live; use a shared store, such as `RedisRateLimitStore`,
    * behind a load balancer.
@@ -164,7 +174,6 @@ const RULE_KEYS = ["name", "match", "methods", "limit", "windowMs", "algorithm",
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 // The problem type draft-ietf-httpapi-ratelimit-headers registers for a spent quota.
 const QUOTA_EXCEEDED = "https://iana.org/assignments/http-problem-types#quota-exceeded";
-const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const ALGORITHM_CODES: Record<RateLimitAlgorithm, string> = {
   "fixed-window": "fw",
   "sliding-window": "sw",
@@ -209,6 +218,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
     throw new InvalidOptionsError("rateLimit needs an options object");
   rejectUnknownKeys("rateLimit", options, [
     "rules",
+    "extensionMethods",
     "store",
     "ipv6Prefix",
     "ipv4Prefix",
@@ -219,7 +229,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
     "trustProxy",
     "forwardedHeader",
   ]);
-  const rules = compileRules(options.rules);
+  const rules = compileRules(options.rules, declaredMethods("rateLimit", options.extensionMethods));
   const store = options.store ?? new MemoryRateLimitStore();
   if (typeof store?.hit !== "function")
     throw new InvalidOptionsError("rateLimit store must implement RateLimitStore");
@@ -467,7 +477,10 @@ async function hashedKey(rule: CompiledRule, part: string): Promise<string> {
   return `${rule.id}:h:${await sha256Hex(part)}`;
 }
 
-function compileRules(rules: readonly RateLimitRule[] | undefined): readonly CompiledRule[] {
+function compileRules(
+  rules: readonly RateLimitRule[] | undefined,
+  declared: ReadonlySet<string>,
+): readonly CompiledRule[] {
   if (!Array.isArray(rules) || rules.length === 0)
     throw new InvalidOptionsError("rateLimit needs a non-empty rules array");
   const names = new Set<string>();
@@ -509,9 +522,11 @@ function compileRules(rules: readonly RateLimitRule[] | undefined): readonly Com
           throw new InvalidOptionsError(`rule ${name}: methods must be a non-empty array`);
         methods = new Set();
         for (const method of rule.methods as unknown[]) {
-          if (typeof method !== "string" || !METHOD.test(method))
+          if (!isMethodToken(method))
             throw new InvalidOptionsError(`rule ${name}: invalid method ${JSON.stringify(method)}`);
-          methods.add(method.toUpperCase());
+          const problem = methodProblem(`rateLimit rule ${name}`, method, declared);
+          if (problem !== undefined) throw new InvalidOptionsError(problem);
+          methods.add(method);
         }
       }
       return {
