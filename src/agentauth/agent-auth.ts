@@ -33,6 +33,7 @@ import { MemoryPendingRequestStore, type PendingRequestStore } from "./pending.t
 import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from "./refresh.ts";
 import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import { resolveSession } from "./resolve-session.ts";
+import { approvalReviews } from "./review.ts";
 import { type AgentRuntime, emitter } from "./runtime.ts";
 import { capabilityTokens } from "./token.ts";
 
@@ -324,6 +325,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     now,
     ...(options.tokenTtlSeconds === undefined ? {} : { ttlSeconds: options.tokenTtlSeconds }),
   });
+  const verificationUri = url(paths.verification);
   const runtime: AgentRuntime = Object.freeze({
     urls,
     registry,
@@ -331,6 +333,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     grants,
     replay,
     pending,
+    reviews: approvalReviews({ keys, issuer, audience: verificationUri, now }),
     store: storeCaller({
       what: "an agent store",
       timeoutMs: storeTimeoutMs,
@@ -342,7 +345,6 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
 
-  const verificationUri = url(paths.verification);
   const service = new DeviceAuthorizationService({
     verificationUri,
     store: stores.deviceCodes ?? new MemoryDeviceCodeStore(),

@@ -525,7 +525,7 @@ describe("the device flow on the configured clock", () => {
       }),
     );
     const { user_code } = (await (begun as Response).json()) as { user_code: string };
-    const human = new Request(`${ISSUER}/device`);
+    const human = new Request(`${ISSUER}/device`, { headers: { "sec-fetch-site": "same-origin" } });
     bindAuthentication(human, createAuthentication("alice", ["USER"]));
     expect(await agents.describe(human, user_code)).toMatchObject({
       ok: true,
