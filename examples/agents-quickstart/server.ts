@@ -67,23 +67,48 @@ const agents = await agentAuth({
   onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
 });
 
+// The approval page: a typed code leads to what the agent asks for, with Approve and Deny;
+// only that review's form (it carries `review`, the proof it was shown) can approve.
+const escape = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+const page = (body: string, status = 200) =>
+  new Response(`<!doctype html><meta charset="utf-8"><title>Approve an agent</title>${body}`, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  });
+async function approvalPage(request: Request, code: string): Promise<Response> {
+  const csrfField = `<input type="hidden" name="_csrf" value="${escape(await csrfToken(request))}">`;
+  // A GET from a link is only pre-filled (`unconfirmed`); the human submits it to see the request.
+  const found = code === "" ? undefined : await agents.describe(request, code);
+  if (found?.ok)
+    return page(`<h1>${escape(found.agentName ?? found.principalId)} asks for</h1>
+      <ul>${found.capabilities.map((c) => `<li>${escape(c.name)}: ${escape(c.description)}</li>`).join("")}</ul>
+      <form method="post" action="/agent/approve">${csrfField}
+        <input type="hidden" name="user_code" value="${escape(found.userCode)}">
+        <input type="hidden" name="review" value="${escape(found.reviewToken)}">
+        <button name="action" value="approve">Approve</button>
+        <button name="action" value="deny">Deny</button></form>`);
+  const problem =
+    found === undefined || found.reason === "unconfirmed"
+      ? ""
+      : `<p>${found.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is unknown or has expired."}</p>`;
+  return page(
+    `${problem}<form method="post" action="/agent/review">${csrfField}
+      <input name="user_code" value="${escape(found?.ok === false ? (found.userCode ?? code) : code)}">
+      <button>Review</button></form>`,
+    found?.ok === false && found.reason === "too_many_attempts" ? 429 : 200,
+  );
+}
+
 const router = async (request: Request): Promise<Response> => {
   const answered = await agents.route(request); // discovery, list, execute, OAuth endpoints
   if (answered) return answered;
   const url = new URL(request.url);
   if (url.pathname === "/agent/approve" && request.method === "POST")
-    return agents.approve(request);
-  if (url.pathname === "/agent/approve") {
-    // Shows the code form; `await agents.describe(request, code)` tells which agent asks for what.
-    const token = await csrfToken(request);
-    const code = (url.searchParams.get("user_code") ?? "").replace(/[^A-Z-]/g, "");
-    return new Response(
-      `<form method="post"><input type="hidden" name="_csrf" value="${token}">
-       <input name="user_code" value="${code}"><button name="action" value="approve">Approve</button>
-       <button name="action" value="deny">Deny</button></form>`,
-      { headers: { "content-type": "text/html" } },
-    );
-  }
+    return agents.approve(request); // Approve needs the review's token; Deny needs only the code
+  if (url.pathname === "/agent/approve")
+    return approvalPage(request, url.searchParams.get("user_code") ?? "");
+  if (url.pathname === "/agent/review" && request.method === "POST")
+    return approvalPage(request, String((await request.formData()).get("user_code") ?? ""));
   return new Response("not found", { status: 404 });
 };
 
@@ -105,6 +130,7 @@ serve({
       authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself
       authz.match("POST", "/capability/execute").permitAll(), // checks the capability token itself
       authz.match(["GET", "POST"], "/agent/approve").authenticated(), // the human's page and form
+      authz.match("POST", "/agent/review").authenticated(), // a typed code, to its review
     ]),
   }),
 });
