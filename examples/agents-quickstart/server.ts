@@ -69,22 +69,22 @@ const agents = await agentAuth({
 
 // The approval page: a typed code leads to what the agent asks for, with Approve and Deny;
 // only that review's form (it carries `review`, the proof it was shown) can approve.
-const escape = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 const page = (body: string, status = 200) =>
   new Response(`<!doctype html><meta charset="utf-8"><title>Approve an agent</title>${body}`, {
     status,
     headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
   });
 async function approvalPage(request: Request, code: string): Promise<Response> {
-  const csrfField = `<input type="hidden" name="_csrf" value="${escape(await csrfToken(request))}">`;
+  const csrfField = `<input type="hidden" name="_csrf" value="${escapeHtml(await csrfToken(request))}">`;
   // A GET from a link is only pre-filled (`unconfirmed`); the human submits it to see the request.
   const found = code === "" ? undefined : await agents.describe(request, code);
   if (found?.ok)
-    return page(`<h1>${escape(found.agentName ?? found.principalId)} asks for</h1>
-      <ul>${found.capabilities.map((c) => `<li>${escape(c.name)}: ${escape(c.description)}</li>`).join("")}</ul>
+    return page(`<h1>${escapeHtml(found.agentName ?? found.principalId)} asks for</h1>
+      <ul>${found.capabilities.map((c) => `<li>${escapeHtml(c.name)}: ${escapeHtml(c.description)}</li>`).join("")}</ul>
       <form method="post" action="/agent/approve">${csrfField}
-        <input type="hidden" name="user_code" value="${escape(found.userCode)}">
-        <input type="hidden" name="review" value="${escape(found.reviewToken)}">
+        <input type="hidden" name="user_code" value="${escapeHtml(found.userCode)}">
+        <input type="hidden" name="review" value="${escapeHtml(found.reviewToken)}">
         <button name="action" value="approve">Approve</button>
         <button name="action" value="deny">Deny</button></form>`);
   const problem =
@@ -93,7 +93,7 @@ async function approvalPage(request: Request, code: string): Promise<Response> {
       : `<p>${found.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is unknown or has expired."}</p>`;
   return page(
     `${problem}<form method="post" action="/agent/review">${csrfField}
-      <input name="user_code" value="${escape(found?.ok === false ? (found.userCode ?? code) : code)}">
+      <input name="user_code" value="${escapeHtml(found?.ok === false ? (found.userCode ?? code) : code)}">
       <button>Review</button></form>`,
     found?.ok === false && found.reason === "too_many_attempts" ? 429 : 200,
   );
