@@ -1,4 +1,3 @@
-import { authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
@@ -8,7 +7,11 @@ import {
   approvalPage,
   type DeviceApproveResult,
 } from "../oauth2/device-approve.ts";
-import { type DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
+import {
+  approverOf,
+  type DeviceAuthorizationService,
+  userCodeHash,
+} from "../oauth2/device-authorization.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */
@@ -94,7 +97,7 @@ export async function describeAgentRequest(
   const pending = await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
   if (pending === undefined) return { ok: false, reason: "invalid_code" };
   const reviewToken = await runtime.reviews.issue({
-    approver: authenticationFrom(ctx)?.name as string,
+    approver: approverOf(ctx),
     userCodeHash: hash,
     principalId: pending.principalId,
     capabilities: pending.capabilities,
@@ -147,17 +150,14 @@ export function agentApproveHandler(
     maxBodyBytes,
     onError: runtime.onError,
     decide: async (request, action, userCode, form) => {
+      const approver = approverOf(request);
       const hash = await userCodeHash(userCode);
       // Checked before the code is looked up: without a review of this code by
       // this human there is nothing to approve, and nothing learnt about the code.
       const reviewed =
         action !== "approve" || hash === undefined
           ? undefined
-          : await runtime.reviews.read(
-              form.get("review"),
-              authenticationFrom(request)?.name as string,
-              hash,
-            );
+          : await runtime.reviews.read(form.get("review"), approver, hash);
       if (action === "approve" && reviewed === undefined)
         return { ok: false, reason: "not_reviewed" };
       const pending =

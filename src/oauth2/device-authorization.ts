@@ -506,7 +506,11 @@ function submittedOnSite(request: Request): boolean {
   return request.headers.get("sec-fetch-site") === "same-origin";
 }
 
-function approverOf(ctx: ContextSource): string {
+/**
+ * The signed-in human approving: throws `AuthenticationRequiredError` without
+ * one, `AccessDeniedError` for a client authenticated with its own credentials.
+ */
+export function approverOf(ctx: ContextSource): string {
   if (!isAuthenticated(ctx))
     throw new AuthenticationRequiredError("approving a device needs an authenticated human");
   // A client that authenticated with its own credentials (an agent's key) is no
