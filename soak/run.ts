@@ -1,9 +1,10 @@
 // Soak: races, faults and floods against real servers on loopback, with figures.
 // `npm run soak` (all scenarios, about two minutes), or `npm run soak -- login logout`
-// for some of: login, logout, frozen, flood, ratelimit. Needs Redis on 127.0.0.1:6379
+// for some of: login, logout, frozen, flood, ratelimit, approvals. Needs Redis on 127.0.0.1:6379
 // (the shared scenarios) and redis-server on PATH (the fault scenario starts its own).
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { approvalBudget } from "./approval-budget.ts";
 import { faults } from "./session-faults.ts";
 import { floodSignIns } from "./session-flood.ts";
 import { ROUNDS, raceOn } from "./session-race.ts";
@@ -252,6 +253,7 @@ try {
   if (wanted("frozen")) await frozenStore();
   if (wanted("flood")) await anonymousFlood();
   if (wanted("ratelimit")) await rateLimitFlood();
+  if (wanted("approvals")) await approvalBudget();
 } finally {
   for (const child of children) child.kill("SIGKILL");
 }

@@ -97,6 +97,7 @@ beforeAll(async () => {
       authz.match("GET", "/capability/list").permitAll(),
       authz.match("POST", "/capability/execute").permitAll(),
       authz.match("POST", "/agent/approve").authenticated(),
+      authz.match("POST", "/agent/review").authenticated(),
       authz.match("/files/**").permitAll(),
       ...defaultRules(),
     ],
@@ -105,6 +106,11 @@ beforeAll(async () => {
       if (answered !== undefined) return answered;
       const path = new URL(request.url).pathname;
       if (path === "/agent/approve") return agents.approve(request);
+      // The review page, as JSON: what the code asks for and the token its form carries.
+      if (path === "/agent/review")
+        return Response.json(
+          await agents.describe(request, (await request.formData()).get("user_code")),
+        );
       if (path === "/files/export")
         return exportGuard(async (r) =>
           Response.json({ exportedFor: agentSessionFrom(r)?.principalId }),
@@ -123,8 +129,14 @@ function discover(id = KEY_ID, secret = KEY_SECRET) {
   return discoverClient(issuer, id, secret, "basic");
 }
 
-function approve(userCode: string, action: "approve" | "deny" = "approve") {
-  return decideAs(human, "/agent/approve", userCode, action);
+/** Reviews the code as the human would see it, then decides with the review's token. */
+async function approve(userCode: string, action: "approve" | "deny" = "approve") {
+  const review = (await (await decideAs(human, "/agent/review", userCode, action)).json()) as {
+    reviewToken?: string;
+  };
+  return decideAs(human, "/agent/approve", userCode, action, {
+    review: review.reviewToken ?? "",
+  });
 }
 
 async function execute(token: string, capability: string, args?: unknown) {

@@ -30,6 +30,9 @@ describe("the agents quick start", () => {
     // Not signed in: a sign-in page, not a 401 body, then back to the approval page.
     expect(new URL(run.firstLanding).pathname).toBe("/login");
     expect(run.afterSignIn).toBe(run.approvalUrl);
+    // Approve is pressed only on the review, which names the agent and what it asks for.
+    expect(run.reviewed).toContain("asks for");
+    expect(run.reviewed).toContain("add_note");
     expect(run.agentExit, run.agentOutput).toBe(0);
     expect(run.agentOutput).toContain("{ data: { count: 1 } }");
     expect(run.agentOutput).toContain("hello");

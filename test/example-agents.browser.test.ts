@@ -113,7 +113,7 @@ describe("the example's agent pages in a real browser", () => {
     await expect(page.locator("#capabilities").textContent()).resolves.toContain(
       "Answers the text it is given.",
     );
-    await expect(page.getByLabel("Code").inputValue()).resolves.toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+    await expect(page.locator("#user-code").textContent()).resolves.toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
     await page.screenshot({ path: `${ARTIFACTS}/approval.png` });
     await Promise.all([
       page.waitForNavigation(),
@@ -128,6 +128,61 @@ describe("the example's agent pages in a real browser", () => {
     await expect(page.locator("tbody tr").count()).resolves.toBe(1);
     await expect(page.locator("tbody").textContent()).resolves.toContain("demo-agent");
     await page.screenshot({ path: `${ARTIFACTS}/connected-agents.png` });
+    await context.close();
+  });
+
+  it("shows a signed-in person who opens the agent's link the code to check, and the agent's request only after Review", async () => {
+    const base = await example();
+    const agent = runAgent(base, "get_time");
+    const [, url] = await agent.waitFor(/open (http\S+user_code=\S+)/);
+    const code = new URL(url as string).searchParams.get("user_code");
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/login`);
+    await signIn(page);
+    // Opened from the terminal: nothing is looked up yet, and nothing can be approved.
+    await page.goto(url as string);
+    await expect(page.getByLabel("Code").inputValue()).resolves.toBe(code);
+    await expect(page.locator("#notice").textContent()).resolves.toContain("press Review");
+    await expect(page.getByRole("button", { name: "Approve" }).count()).resolves.toBe(0);
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("button", { name: "Review" }).click(),
+    ]);
+    await expect(page.locator("#agent-name").textContent()).resolves.toBe("Demo agent");
+    await expect(page.locator("#capabilities").textContent()).resolves.toContain(
+      "Tells the server's current time.",
+    );
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("button", { name: "Approve" }).click(),
+    ]);
+    await expect(page.locator("#outcome").textContent()).resolves.toContain("approved");
+    expect(await agent.exited).toBe(0);
+    await context.close();
+  });
+
+  it("leads a typed code to the review page; a wrong one is told it may have expired", async () => {
+    const base = await example();
+    const agent = runAgent(base, "get_time");
+    const [, code] = await agent.waitFor(/the code ([A-Z]{4}-[A-Z]{4})/);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/device`);
+    await signIn(page);
+    await page.getByLabel("Code").fill("BCDF-GHJK");
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("button", { name: "Review" }).click(),
+    ]);
+    await expect(page.locator("#error").textContent()).resolves.toContain("expired");
+    await page.getByLabel("Code").fill(code as string);
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("button", { name: "Review" }).click(),
+    ]);
+    await expect(page.locator("#agent-name").textContent()).resolves.toBe("Demo agent");
+    await expect(page.getByRole("button", { name: "Deny" }).isVisible()).resolves.toBe(true);
     await context.close();
   });
 
@@ -209,6 +264,23 @@ describe("the example's agent pages in a real browser", () => {
     await expect(page.getByRole("heading", { name: "Not allowed" }).isVisible()).resolves.toBe(
       true,
     );
+    // Signed in: the header names the person and offers no "Sign in".
+    await expect(page.locator("header").textContent()).resolves.toContain("Signed in as");
+    await expect(page.getByRole("link", { name: "Sign in" }).count()).resolves.toBe(0);
+    await context.close();
+  });
+
+  it("opens the staff area from the start page as a page, not JSON", async () => {
+    const base = await example();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${base}/`);
+    await signIn(page, "sam", "demo-sam");
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("link", { name: "Staff area" }).click(),
+    ]);
+    await expect(page.getByRole("heading", { name: "Staff area" }).isVisible()).resolves.toBe(true);
     await context.close();
   });
 });

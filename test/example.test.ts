@@ -158,12 +158,17 @@ describe("the Hono example over a real socket", () => {
 
 describe("the example's approval page", () => {
   it("shows an agent name and capability descriptions containing markup as text", async () => {
-    const { devicePage } = await import("../examples/hono/pages.ts");
-    const html = devicePage({ name: "<b>alice</b>", csrfToken: 'x"><script>' }, "BCDF-GHJK", {
-      agentName: "<img src=x onerror=alert(1)>",
-      principalId: "agent&1",
-      capabilities: [{ name: "echo", description: "<script>alert(1)</script>" }],
-    });
+    const { reviewPage } = await import("../examples/hono/pages.ts");
+    const html = reviewPage(
+      { name: "<b>alice</b>", csrfToken: 'x"><script>' },
+      {
+        agentName: "<img src=x onerror=alert(1)>",
+        principalId: "agent&1",
+        capabilities: [{ name: "echo", description: "<script>alert(1)</script>" }],
+        userCode: "BCDF-GHJK",
+        reviewToken: '"><script>',
+      },
+    );
     expect(html).not.toContain("<script>");
     expect(html).not.toContain("<img");
     expect(html).not.toContain("<b>alice");

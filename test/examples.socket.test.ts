@@ -252,7 +252,17 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     agent = runClient("examples/agent/agent.ts", ["export_report"], { PORTCULLIS_URL: base });
     const userCode = await printedCode(agent);
     const cookie = await signIn(base);
-    const page = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
+    // The link shows the code to check; submitting it leads to the review.
+    const link = await fetch(`${base}/device?user_code=${userCode}`, { headers: { cookie } });
+    expect(link.status).toBe(200);
+    const entry = await link.text();
+    expect(entry).toContain(`value="${userCode}"`);
+    expect(entry).not.toContain("Demo agent");
+    const page = await fetch(`${base}/device`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
+    });
     expect(page.status).toBe(200);
     const html = await page.text();
     expect(html).toContain("Demo agent");
@@ -263,6 +273,7 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
       body: new URLSearchParams({
         _csrf: formToken(html),
         user_code: userCode,
+        review: /name="review" value="([^"]+)"/.exec(html)?.[1] as string,
         action: "approve",
       }).toString(),
     });

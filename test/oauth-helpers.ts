@@ -39,18 +39,19 @@ export function discover(
   );
 }
 
-/** Posts the approval form (`user_code`, `action`) with the session's CSRF token. */
+/** Posts the approval form (`user_code`, `action`, and `fields`) with the session's CSRF token. */
 export async function decide(
   human: Client,
   path: string,
   userCode: string,
   action: "approve" | "deny",
+  fields: Record<string, string> = {},
 ): Promise<Response> {
   const token = await human.csrf();
   return human.fetch(path, {
     method: "POST",
     token,
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ user_code: userCode, action }).toString(),
+    body: new URLSearchParams({ ...fields, user_code: userCode, action }).toString(),
   });
 }

@@ -71,7 +71,37 @@ const agents = await agentAuth({
   onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
 });
 
-const html = (body: string) => new Response(body, { headers: { "content-type": "text/html" } });
+// The approval page: a typed code leads to what the agent asks for, with Approve and Deny;
+// only that review's form (it carries `review`, the proof it was shown) can approve.
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+const page = (body: string, status = 200) =>
+  new Response(`<!doctype html><meta charset="utf-8"><title>Approve an agent</title>${body}`, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  });
+async function approvalPage(request: Request, code: string): Promise<Response> {
+  const csrfField = `<input type="hidden" name="_csrf" value="${escapeHtml(await csrfToken(request))}">`;
+  // A GET from a link is only pre-filled (`unconfirmed`); the human submits it to see the request.
+  const found = code === "" ? undefined : await agents.describe(request, code);
+  if (found?.ok)
+    return page(`<h1>${escapeHtml(found.agentName ?? found.principalId)} asks for</h1>
+      <ul>${found.capabilities.map((c) => `<li>${escapeHtml(c.name)}: ${escapeHtml(c.description)}</li>`).join("")}</ul>
+      <form method="post" action="/agent/approve">${csrfField}
+        <input type="hidden" name="user_code" value="${escapeHtml(found.userCode)}">
+        <input type="hidden" name="review" value="${escapeHtml(found.reviewToken)}">
+        <button name="action" value="approve">Approve</button>
+        <button name="action" value="deny">Deny</button></form>`);
+  const problem =
+    found === undefined || found.reason === "unconfirmed"
+      ? ""
+      : `<p>${found.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is unknown or has expired."}</p>`;
+  return page(
+    `${problem}<form method="post" action="/agent/review">${csrfField}
+      <input name="user_code" value="${escapeHtml(found?.ok === false ? (found.userCode ?? code) : code)}">
+      <button>Review</button></form>`,
+    found?.ok === false && found.reason === "too_many_attempts" ? 429 : 200,
+  );
+}
 
 const router = async (request: Request): Promise<Response> => {
   const answered = await agents.route(request); // discovery, list, execute, OAuth endpoints
@@ -80,26 +110,20 @@ const router = async (request: Request): Promise<Response> => {
   if (url.pathname === "/login") {
     // The sign-in form; the login leg answers its POST and sends the browser back to `next`.
     const next = sameOriginPath(url.searchParams.get("next")) ?? "/agent/approve";
-    return html(
+    return page(
       `<form method="post" action="/login"><input type="hidden" name="_csrf" value="${await csrfToken(request)}">
-       <input type="hidden" name="next" value="${next.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`)}">
+       <input type="hidden" name="next" value="${escapeHtml(next)}">
        ${url.searchParams.has("error") ? "<p>Wrong username or password.</p>" : ""}
        <label>Username <input name="username"></label>
        <label>Password <input name="password" type="password"></label><button>Sign in</button></form>`,
     );
   }
   if (url.pathname === "/agent/approve" && request.method === "POST")
-    return agents.approve(request);
-  if (url.pathname === "/agent/approve") {
-    // Shows the code form; `await agents.describe(request, code)` tells which agent asks for what.
-    const token = await csrfToken(request);
-    const code = (url.searchParams.get("user_code") ?? "").replace(/[^A-Z-]/g, "");
-    return html(
-      `<form method="post"><input type="hidden" name="_csrf" value="${token}">
-       <input name="user_code" value="${code}"><button name="action" value="approve">Approve</button>
-       <button name="action" value="deny">Deny</button></form>`,
-    );
-  }
+    return agents.approve(request); // Approve needs the review's token; Deny needs only the code
+  if (url.pathname === "/agent/approve")
+    return approvalPage(request, url.searchParams.get("user_code") ?? "");
+  if (url.pathname === "/agent/review" && request.method === "POST")
+    return approvalPage(request, String((await request.formData()).get("user_code") ?? ""));
   return new Response("not found", { status: 404 });
 };
 
@@ -125,6 +149,7 @@ serve({
       authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself
       authz.match("POST", "/capability/execute").permitAll(), // checks the capability token itself
       authz.match(["GET", "POST"], "/agent/approve").authenticated(), // the human's page and form
+      authz.match("POST", "/agent/review").authenticated(), // a typed code, to its review
     ]),
   }),
 });

@@ -24,19 +24,23 @@ import {
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 import { agentSessionFrom } from "portcullis/agentauth";
+import { userCodeHash } from "portcullis/oauth2";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
 import { createAgents } from "./agents.ts";
 import {
   adminPage,
   agentsPage,
   approvalOutcomePage,
-  devicePage,
+  enterCodePage,
   FAVICON,
   forbiddenPage,
   homePage,
   loginPage,
+  reviewPage,
   STYLESHEET,
+  staffPage,
   type Viewer,
+  type WaitingRow,
 } from "./pages.ts";
 
 const { match, routes } = authz;
@@ -84,12 +88,28 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     1000 *
     (options.approvalMaxAgeSeconds ??
       Number(process.env.PORTCULLIS_APPROVAL_MAX_AGE_SECONDS ?? 300));
+  // Approvals whose agent has not polled yet (no grant exists before), so the
+  // connected-agents page shows them at once. Bounded: the newest few per person.
+  const waiting = new Map<string, (WaitingRow & { userCodeHash: string; expiresAt: number })[]>();
   const agents = await createAgents(issuer, {
     pollIntervalSeconds:
       options.pollIntervalSeconds ?? Number(process.env.PORTCULLIS_POLL_INTERVAL_SECONDS ?? 5),
     // The answer to the approval form, as a page of the example.
     approvalResponse: async ({ action, outcome }, request) => {
       const viewer = await viewerOf(request);
+      if (outcome.ok && action === "approve") {
+        const mine = (waiting.get(viewer.name) ?? []).slice(0, 9);
+        mine.unshift({
+          principalId: outcome.clientId,
+          capabilities: outcome.scope,
+          approvedAt: Date.now(),
+          userCodeHash: (await userCodeHash(outcome.userCode)) as string,
+          expiresAt: outcome.expiresAt,
+        });
+        waiting.delete(viewer.name);
+        if (waiting.size >= 1000) waiting.delete(waiting.keys().next().value as string);
+        waiting.set(viewer.name, mine);
+      }
       if (outcome.ok)
         return html(
           approvalOutcomePage(
@@ -100,12 +120,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
             true,
           ),
         );
-      const message =
-        outcome.reason === "too_many_attempts"
-          ? "Too many wrong codes. Wait a while before trying again."
-          : outcome.reason === "invalid_request"
-            ? "The form was incomplete."
-            : "That code is not valid. Check it and try again.";
+      const message = problemText(outcome.reason);
       return html(
         approvalOutcomePage(viewer, message, false),
         outcome.reason === "too_many_attempts" ? 429 : 400,
@@ -167,34 +182,47 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     return c.html(homePage(await viewerOf(c.req.raw), me.authorities));
   });
 
-  app.get("/staff/*", (c) =>
-    c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name }),
-  );
+  app.get("/staff/*", async (c) => {
+    if (!wantsHtml(c.req.header("accept")))
+      return c.json({ area: "staff", path: c.req.path, name: mustAuthentication(c).name });
+    return c.html(staffPage(await viewerOf(c.req.raw), c.req.path));
+  });
 
-  // The verification page agents send their human to: the code, what the agent asks for, Approve / Deny.
+  // The verification page agents send their human to. Typing a code leads to
+  // the review (which agent asks for what, Approve / Deny); only the review's
+  // form approves. A code in a link is shown pre-filled until the human submits it.
+  const review = async (request: Request, code: string): Promise<Response> => {
+    const viewer = await viewerOf(request);
+    if (code === "") return html(enterCodePage(viewer, ""));
+    const described = await agents.describe(request, code);
+    if (described.ok) return html(reviewPage(viewer, described));
+    if (described.reason === "unconfirmed")
+      return html(
+        enterCodePage(viewer, described.userCode ?? "", {
+          text: "Check that this is the code your agent shows, then press Review.",
+          problem: false,
+        }),
+      );
+    return html(
+      enterCodePage(viewer, code, { text: problemText(described.reason), problem: true }),
+      described.reason === "too_many_attempts" ? 429 : 400,
+    );
+  };
   app.get("/device", async (c) => {
     const code = c.req.query("user_code") ?? "";
     const stale = signInAgain(
       c.req.raw,
       c.req.path + (code === "" ? "" : `?user_code=${encodeURIComponent(code)}`),
     );
-    if (stale) return stale;
-    const viewer = await viewerOf(c.req.raw);
-    if (code === "") return c.html(devicePage(viewer, "", undefined));
-    const described = await agents.describe(c.req.raw, code);
-    if (!described.ok)
-      return c.html(
-        devicePage(
-          viewer,
-          code,
-          undefined,
-          described.reason === "too_many_attempts"
-            ? "Too many wrong codes. Wait a while."
-            : "That code is not valid.",
-        ),
-        described.reason === "too_many_attempts" ? 429 : 400,
-      );
-    return c.html(devicePage(viewer, described.userCode, described));
+    return stale ?? review(c.req.raw, code);
+  });
+  app.post("/device", async (c) => {
+    const code = String((await c.req.formData()).get("user_code") ?? "");
+    const stale = signInAgain(
+      c.req.raw,
+      `/device${code === "" ? "" : `?user_code=${encodeURIComponent(code)}`}`,
+    );
+    return stale ?? review(c.req.raw, code);
   });
   app.post("/device/approve", async (c) => {
     const stale = signInAgain(c.req.raw, "/device");
@@ -204,8 +232,23 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
 
   // Connected agents: the signed-in human's grants, with a Revoke button each.
   app.get("/agents", async (c) => {
-    const grants = await agents.grantsApprovedBy(mustAuthentication(c).name);
-    return c.html(agentsPage(await viewerOf(c.req.raw), grants));
+    const name = mustAuthentication(c).name;
+    const grants = await agents.grantsApprovedBy(name);
+    // Still waiting: the agent's request is pending under the code that was approved.
+    const now = Date.now();
+    const still = [];
+    for (const entry of waiting.get(name) ?? []) {
+      const pending =
+        entry.expiresAt > now
+          ? await agents.runtime.store(() =>
+              agents.runtime.pending.getByPrincipal(entry.principalId, now),
+            )
+          : undefined;
+      if (pending?.userCodeHash === entry.userCodeHash) still.push(entry);
+    }
+    if (still.length === 0) waiting.delete(name);
+    else waiting.set(name, still);
+    return c.html(agentsPage(await viewerOf(c.req.raw), grants, still));
   });
   app.post("/agents/revoke", async (c) => {
     const grantId = String((await c.req.formData()).get("grant_id") ?? "");
@@ -286,7 +329,12 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       logoutRedirect: "/login",
     }),
     // Page loads that are not signed in go to /login and back; a 403 gets a page, not JSON.
-    browserDenials: { signInPath: "/login", forbiddenPage: () => html(forbiddenPage(), 403) },
+    browserDenials: {
+      signInPath: "/login",
+      // Refused while signed in: the header shows who is signed in, not "Sign in".
+      forbiddenPage: async (request) =>
+        html(forbiddenPage(await viewerOf(request).catch(() => undefined)), 403),
+    },
     authorization: routes(
       [
         match("GET", "/public/**").permitAll(),
@@ -311,6 +359,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         // The human side: signed-in people (USER and up; an agent's key carries only AGENT),
         // ordinary pages with CSRF-protected forms.
         match("GET", "/device").hasRole("USER"),
+        match("POST", "/device").hasRole("USER"),
         match("POST", "/device/approve").hasRole("USER"),
         match("GET", "/agents").hasRole("USER"),
         match("POST", "/agents/revoke").hasRole("USER"),
@@ -319,6 +368,22 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       { hierarchy: "ADMIN > STAFF > USER" },
     ),
   });
+}
+
+/** What the approval pages say when a code did not lead to a decision. */
+function problemText(reason: string): string {
+  switch (reason) {
+    case "too_many_attempts":
+      return "Too many wrong codes. Wait a while before trying again.";
+    case "expired":
+      return "That code has expired. Ask the agent for a new one.";
+    case "invalid_request":
+      return "The form was incomplete.";
+    case "not_reviewed":
+      return "Enter the code and check what the agent asks for before approving.";
+    default:
+      return "That code is unknown or has expired. Check it, or ask the agent for a new one.";
+  }
 }
 
 function html(body: string, status = 200): Response {

@@ -81,12 +81,22 @@ export function adminPage(viewer: Viewer): string {
   return layout("Admin panel", `<h1>Admin panel</h1><p>Only ADMIN sees this page.</p>`, viewer);
 }
 
-export function forbiddenPage(): string {
+/** A signed-in person refused a page: the header shows who they are, not "Sign in". */
+export function forbiddenPage(viewer: Viewer | undefined): string {
   return layout(
     "Not allowed",
     `<h1>Not allowed</h1>
 <p>Your account may not open this page.</p>
 <p><a href="/">Back to the start page</a></p>`,
+    viewer,
+  );
+}
+
+export function staffPage(viewer: Viewer, path: string): string {
+  return layout(
+    "Staff area",
+    `<h1>Staff area</h1><p>Only STAFF (and ADMIN) see this page: <code>${escapeHtml(path)}</code>.</p>`,
+    viewer,
   );
 }
 
@@ -94,34 +104,58 @@ export interface ApprovalView {
   readonly agentName?: string;
   readonly principalId: string;
   readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+  /** As shown, `XXXX-XXXX`. */
+  readonly userCode: string;
+  /** The proof that this page was shown, carried by its approval form. */
+  readonly reviewToken: string;
 }
 
-/** The verification page: the code field, and what the agent asks for when the code is known. */
-export function devicePage(
+/**
+ * The code form: it only leads to the review page (POST /device), never
+ * approves. `notice` tells the human to compare a code that came in a link.
+ */
+export function enterCodePage(
   viewer: Viewer,
   userCode: string,
-  request: ApprovalView | undefined,
-  problem?: string,
+  message?: { readonly text: string; readonly problem: boolean },
 ): string {
-  const asks =
-    request === undefined
+  const shown =
+    message === undefined
       ? ""
-      : `<section class="card" id="request">
-  <h2><span id="agent-name">${escapeHtml(request.agentName ?? request.principalId)}</span> asks for</h2>
-  <p class="muted">Agent id <code id="agent-id">${escapeHtml(request.principalId)}</code></p>
-  <ul id="capabilities">${request.capabilities
-    .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
-    .join("")}</ul>
-</section>`;
+      : message.problem
+        ? `<p id="error" class="error" role="alert">${escapeHtml(message.text)}</p>`
+        : `<p id="notice" class="notice" role="status">${escapeHtml(message.text)}</p>`;
   return layout(
     "Approve an agent",
     `<h1>Approve an agent</h1>
-${problem === undefined ? "" : `<p id="error" class="error" role="alert">${escapeHtml(problem)}</p>`}
-${asks}
-<form method="post" action="/device/approve" class="stack">
+${shown}
+<form method="post" action="/device" class="stack">
   <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}">
   <label for="user_code">Code</label>
   <input id="user_code" name="user_code" value="${escapeHtml(userCode)}" autocomplete="off" required>
+  <div class="row"><button type="submit">Review</button></div>
+</form>
+<p class="muted">Enter the code your agent shows. You will see which agent asks for what before you decide.</p>`,
+    viewer,
+  );
+}
+
+/** What the agent asks for, with Approve and Deny: the only form that approves. */
+export function reviewPage(viewer: Viewer, request: ApprovalView): string {
+  return layout(
+    "Approve an agent",
+    `<h1>Approve an agent</h1>
+<section class="card" id="request">
+  <h2><span id="agent-name">${escapeHtml(request.agentName ?? request.principalId)}</span> asks for</h2>
+  <p class="muted">Agent id <code id="agent-id">${escapeHtml(request.principalId)}</code> · code <code id="user-code">${escapeHtml(request.userCode)}</code></p>
+  <ul id="capabilities">${request.capabilities
+    .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
+    .join("")}</ul>
+</section>
+<form method="post" action="/device/approve" class="stack">
+  <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}">
+  <input type="hidden" name="user_code" value="${escapeHtml(request.userCode)}">
+  <input type="hidden" name="review" value="${escapeHtml(request.reviewToken)}">
   <div class="row">
     <button type="submit" name="action" value="approve">Approve</button>
     <button type="submit" name="action" value="deny" class="secondary">Deny</button>
@@ -155,7 +189,31 @@ export interface GrantRow {
   readonly expiresAt: number;
 }
 
-export function agentsPage(viewer: Viewer, grants: readonly GrantRow[]): string {
+/** An approval its agent has not collected yet: no grant exists until the agent polls. */
+export interface WaitingRow {
+  readonly principalId: string;
+  readonly capabilities: readonly string[];
+  readonly approvedAt: number;
+}
+
+export function agentsPage(
+  viewer: Viewer,
+  grants: readonly GrantRow[],
+  waiting: readonly WaitingRow[] = [],
+): string {
+  const time = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+  const waitingRows = waiting
+    .map(
+      (w) => `<tr class="waiting">
+  <td>${escapeHtml(w.principalId)}</td>
+  <td>${escapeHtml(w.capabilities.join(", ") || "none")}</td>
+  <td>${time(w.approvedAt)}</td>
+  <td></td>
+  <td>approved, waiting for the agent</td>
+  <td></td>
+</tr>`,
+    )
+    .join("\n");
   const rows = grants
     .map(
       (g) => `<tr>
@@ -176,10 +234,10 @@ export function agentsPage(viewer: Viewer, grants: readonly GrantRow[]): string 
     "Connected agents",
     `<h1>Connected agents</h1>
 ${
-  grants.length === 0
+  grants.length + waiting.length === 0
     ? "<p>You have not approved any agent.</p>"
     : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
-<tbody>${rows}</tbody></table>`
+<tbody>${[waitingRows, rows].filter((r) => r !== "").join("\n")}</tbody></table>`
 }`,
     viewer,
   );

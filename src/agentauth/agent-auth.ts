@@ -34,6 +34,7 @@ import { MemoryPendingRequestStore, type PendingRequestStore } from "./pending.t
 import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from "./refresh.ts";
 import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import { resolveSession } from "./resolve-session.ts";
+import { approvalReviews } from "./review.ts";
 import { type AgentRuntime, emitter } from "./runtime.ts";
 import { type CapabilityTokens, capabilityTokens, type MintInput } from "./token.ts";
 import { agentError } from "./wire.ts";
@@ -333,6 +334,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
   });
   const restart = replay instanceof MemoryReplayStore ? restartGuard(minted, now()) : undefined;
   const tokens = restart?.tokens ?? minted;
+  const verificationUri = url(paths.verification);
   const runtime: AgentRuntime = Object.freeze({
     urls,
     registry,
@@ -340,6 +342,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     grants,
     replay,
     pending,
+    reviews: approvalReviews({ keys, issuer, audience: verificationUri, now }),
     store: storeCaller({
       what: "an agent store",
       timeoutMs: storeTimeoutMs,
@@ -352,7 +355,6 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
 
-  const verificationUri = url(paths.verification);
   const service = new DeviceAuthorizationService({
     verificationUri,
     store: stores.deviceCodes ?? new MemoryDeviceCodeStore(),

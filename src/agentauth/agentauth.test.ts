@@ -566,7 +566,7 @@ describe("the device flow on the configured clock", () => {
       }),
     );
     const { user_code } = (await (begun as Response).json()) as { user_code: string };
-    const human = new Request(`${ISSUER}/device`);
+    const human = new Request(`${ISSUER}/device`, { headers: { "sec-fetch-site": "same-origin" } });
     bindAuthentication(human, createAuthentication("alice", ["USER"]));
     expect(await agents.describe(human, user_code)).toMatchObject({
       ok: true,
@@ -715,5 +715,66 @@ describe("agentAuth behind a chain whose basicAuth comes first", () => {
       { error: "authentication_required" },
     ]);
     expect(checked).toBe(0);
+  });
+});
+
+describe("approving only what was reviewed", () => {
+  const SECRET = "agent-one-secret-0123456789";
+
+  async function begun(agents: AgentAuth, clientId: string, scope: string): Promise<string> {
+    const answer = (await agents.route(
+      new Request(`${ISSUER}/oauth/device_authorization`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `client_id=${clientId}&client_secret=${SECRET}&scope=${scope}`,
+      }),
+    )) as Response;
+    return ((await answer.json()) as { user_code: string }).user_code;
+  }
+
+  function as(name: string, body?: Record<string, string>): Request {
+    const request = new Request(`${ISSUER}/agent/approve`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      ...(body === undefined ? {} : { body: new URLSearchParams(body).toString() }),
+    });
+    bindAuthentication(request, createAuthentication(name, ["USER"]));
+    return request;
+  }
+
+  it("refuses an approval carrying no review, another person's, another code's or a capability token", async () => {
+    const clients = new MemoryClientStore();
+    await clients.register({ clientId: "agent-1", secret: SECRET });
+    await clients.register({ clientId: "agent-2", secret: SECRET });
+    t = Date.now();
+    const agents = await setup({ clients });
+    const code = await begun(agents, "agent-1", "a");
+    const other = await begun(agents, "agent-2", "a b");
+    const mine = await agents.describe(as("alice"), code);
+    const bobs = await agents.describe(as("bob"), code);
+    const otherCode = await agents.describe(as("alice"), other);
+    if (!mine.ok || !bobs.ok || !otherCode.ok) throw new Error("not described");
+    const capability = await agents.runtime.tokens.mint({
+      principalId: "agent-1",
+      grantId: "g",
+      capabilities: ["a"],
+    });
+    for (const review of ["", bobs.reviewToken, otherCode.reviewToken, capability.token]) {
+      const refused = await agents.approve(
+        as("alice", { user_code: code, action: "approve", review }),
+      );
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("check what the agent asks for");
+    }
+    const approved = await agents.approve(
+      as("alice", { user_code: code, action: "approve", review: mine.reviewToken }),
+    );
+    expect(approved.status).toBe(200);
+    // A review lasts no longer than its code.
+    t += 601_000;
+    const late = await agents.approve(
+      as("alice", { user_code: other, action: "approve", review: otherCode.reviewToken }),
+    );
+    expect(late.status).toBe(400);
   });
 });

@@ -7,7 +7,11 @@ import {
   approvalPage,
   type DeviceApproveResult,
 } from "../oauth2/device-approve.ts";
-import { type DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
+import {
+  approverOf,
+  type DeviceAuthorizationService,
+  userCodeHash,
+} from "../oauth2/device-authorization.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */
@@ -18,14 +22,25 @@ export interface AgentApprovalRequest {
   /** As shown, `XXXX-XXXX`. */
   readonly userCode: string;
   readonly expiresAt: number;
+  /**
+   * Proof that this human was shown this request: put it in the approval
+   * form as the hidden field `review`. An approval without it is refused.
+   */
+  readonly reviewToken: string;
 }
 
 export type AgentApprovalLookup =
   | ({ readonly ok: true } & AgentApprovalRequest)
   | {
       readonly ok: false;
-      readonly reason: "invalid_code" | "too_many_attempts";
+      /**
+       * `unconfirmed`: the code came in a link or from another site; show it
+       * pre-filled (`userCode`) in a form the human submits. Nothing was
+       * looked up or counted.
+       */
+      readonly reason: "invalid_code" | "expired" | "too_many_attempts" | "unconfirmed";
       readonly retryAfterSeconds?: number;
+      readonly userCode?: string;
     };
 
 /**
@@ -65,7 +80,10 @@ export interface AgentApproveOptions {
 
 /**
  * What a user code asks for, for the approval page to show before the human
- * decides. Wrong codes count against the approver's budget like approvals.
+ * decides, with the review token its approval form must carry. Wrong codes
+ * count against the approver's budget like approvals; a GET that is not a
+ * same-origin submission answers `unconfirmed` (see
+ * `DeviceAuthorizationService.lookup`).
  */
 export async function describeAgentRequest(
   runtime: AgentRuntime,
@@ -78,6 +96,13 @@ export async function describeAgentRequest(
   const hash = (await userCodeHash(userCode)) as string;
   const pending = await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
   if (pending === undefined) return { ok: false, reason: "invalid_code" };
+  const reviewToken = await runtime.reviews.issue({
+    approver: approverOf(ctx),
+    userCodeHash: hash,
+    principalId: pending.principalId,
+    capabilities: pending.capabilities,
+    expiresAt: found.expiresAt,
+  });
   return {
     ok: true,
     principalId: pending.principalId,
@@ -88,6 +113,7 @@ export async function describeAgentRequest(
     })),
     userCode: found.userCode,
     expiresAt: found.expiresAt,
+    reviewToken,
   };
 }
 
@@ -97,7 +123,10 @@ export async function describeAgentRequest(
  * (session, CSRF, a rule requiring authentication). The human supplies only
  * the user code; the agent is resolved with `getByUserCode` and the device
  * code is approved for the agent's own principal id, so two agents approved
- * by one human get two grants.
+ * by one human get two grants. An approval must carry the `review` token
+ * `describeAgentRequest` gave this human for this code (the review page's
+ * form), else it is refused as `not_reviewed` without touching the code:
+ * nobody approves an agent whose request they were not shown.
  */
 export function agentApproveHandler(
   runtime: AgentRuntime,
@@ -105,6 +134,8 @@ export function agentApproveHandler(
   options: AgentApproveOptions = {},
 ): Handler {
   rejectUnknownKeys("agentApproveHandler", options, ["respond", "maxBodyBytes"]);
+  if (typeof runtime?.reviews?.read !== "function")
+    throw new InvalidOptionsError("agentApproveHandler: runtime.reviews is missing");
   if (options.respond !== undefined && typeof options.respond !== "function")
     throw new InvalidOptionsError("agentApproveHandler: respond must be a function");
   const respond = options.respond ?? defaultPage;
@@ -118,8 +149,17 @@ export function agentApproveHandler(
     respond,
     maxBodyBytes,
     onError: runtime.onError,
-    decide: async (request, action, userCode) => {
+    decide: async (request, action, userCode, form) => {
+      const approver = approverOf(request);
       const hash = await userCodeHash(userCode);
+      // Checked before the code is looked up: without a review of this code by
+      // this human there is nothing to approve, and nothing learnt about the code.
+      const reviewed =
+        action !== "approve" || hash === undefined
+          ? undefined
+          : await runtime.reviews.read(form.get("review"), approver, hash);
+      if (action === "approve" && reviewed === undefined)
+        return { ok: false, reason: "not_reviewed" };
       const pending =
         hash === undefined
           ? undefined
@@ -129,8 +169,16 @@ export function agentApproveHandler(
         const counted = await service.lookup(request, "");
         return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
       }
-      // Approved for the agent's own principal id, never the human's.
-      if (action === "approve") return service.authorize(request, userCode, pending.principalId);
+      if (reviewed !== undefined) {
+        // The request shown must be the request approved.
+        if (
+          reviewed.principalId !== pending.principalId ||
+          !sameSet(reviewed.capabilities, pending.capabilities)
+        )
+          return { ok: false, reason: "not_reviewed" };
+        // Approved for the agent's own principal id, never the human's.
+        return service.authorize(request, userCode, pending.principalId);
+      }
       const outcome = await service.deny(request, userCode);
       if (outcome.ok)
         await runtime.store(() =>
@@ -144,11 +192,17 @@ export function agentApproveHandler(
 const AGENT_MESSAGES: ApprovalMessages = {
   approve: "The agent is approved. It can now use the capabilities you granted.",
   deny: "The agent's request was denied.",
-  invalid_code: "That code is not valid. Check it and try again.",
+  invalid_code: "That code is unknown or has expired. Check it, or ask the agent for a new one.",
+  expired: "That code has expired. Ask the agent for a new one.",
   invalid_request: "The form was incomplete.",
+  not_reviewed: "Open the code's page and check what the agent asks for before approving.",
   too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
 };
 
 function defaultPage(result: DeviceApproveResult): Response {
   return approvalPage(result, "Agent approval", AGENT_MESSAGES);
+}
+
+function sameSet(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name) => b.includes(name));
 }

@@ -3,6 +3,7 @@ import type { AgentEvent, AgentEventListener } from "./events.ts";
 import type { GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
 import type { ReplayStore } from "./replay.ts";
+import type { ApprovalReviews } from "./review.ts";
 import type { CapabilityTokens } from "./token.ts";
 
 /** The absolute URLs agents are told about. */
@@ -21,6 +22,8 @@ export interface AgentRuntime {
   readonly grants: GrantStore;
   readonly replay: ReplayStore;
   readonly pending: PendingRequestStore;
+  /** Issues and checks the proof that a human was shown a request before approving it. */
+  readonly reviews: ApprovalReviews;
   /** Runs a store call within the time limit; a failure or timeout throws `StoreUnavailableError`. */
   readonly store: <T>(operation: () => Promise<T>) => Promise<T>;
   readonly emit: (event: AgentEvent) => void;

@@ -5,7 +5,7 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
 import type { DeviceAuthorizationService, UserCodeOutcome } from "./device-authorization.ts";
 import { methodNotAllowed } from "./endpoint-support.ts";
-import { isFailure, readOAuthParameters } from "./parameters.ts";
+import { isFailure, type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 
 export type DeviceApproveAction = "approve" | "deny";
 
@@ -15,6 +15,11 @@ export type DeviceApproveResult =
   | {
       readonly action: undefined;
       readonly outcome: { readonly ok: false; readonly reason: "invalid_request" };
+    }
+  | {
+      readonly action: "approve";
+      /** The post carried no proof that the human was shown what the code asks for. */
+      readonly outcome: { readonly ok: false; readonly reason: "not_reviewed" };
     };
 
 /**
@@ -119,7 +124,8 @@ export function approvalFormHandler(setup: {
     request: Request,
     action: DeviceApproveAction,
     userCode: string | undefined,
-  ) => Promise<UserCodeOutcome>;
+    form: OAuthParameters,
+  ) => Promise<UserCodeOutcome | { readonly ok: false; readonly reason: "not_reviewed" }>;
 }): Handler {
   const { respond } = setup;
   return async (request) => {
@@ -134,8 +140,8 @@ export function approvalFormHandler(setup: {
           { action: undefined, outcome: { ok: false, reason: "invalid_request" } },
           request,
         );
-      const outcome = await setup.decide(request, action, params.get("user_code"));
-      return await respond({ action, outcome }, request);
+      const outcome = await setup.decide(request, action, params.get("user_code"), params);
+      return await respond({ action, outcome } as DeviceApproveResult, request);
     } catch (error) {
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve." });
@@ -155,14 +161,19 @@ export interface ApprovalMessages {
   readonly approve: string;
   readonly deny: string;
   readonly invalid_code: string;
+  /** @default the `invalid_code` message */
+  readonly expired?: string;
   readonly invalid_request: string;
+  /** @default the `invalid_request` message */
+  readonly not_reviewed?: string;
   readonly too_many_attempts: string;
 }
 
 const DEVICE_MESSAGES: ApprovalMessages = {
   approve: "The device is approved. You can return to it now.",
   deny: "The device was denied.",
-  invalid_code: "That code is not valid. Check it and try again.",
+  invalid_code: "That code is unknown or has expired. Check it, or ask the device for a new one.",
+  expired: "That code has expired. Ask the device for a new one.",
   invalid_request: "The form was incomplete.",
   too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
 };
@@ -177,7 +188,7 @@ export function approvalPage(
   const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
   const message = outcome.ok
     ? messages[result.action as DeviceApproveAction]
-    : messages[outcome.reason];
+    : outcomeMessage(outcome.reason, messages);
   const headers = new Headers({
     "content-type": "text/html; charset=utf-8",
     "cache-control": "no-store",
@@ -186,6 +197,23 @@ export function approvalPage(
     headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
   const page = `<!doctype html><meta charset="utf-8"><title>${title}</title><p id="outcome">${message}</p>`;
   return new Response(page, { status, headers });
+}
+
+/** The message for a failed outcome; `unconfirmed` never answers a form post. */
+export function outcomeMessage(
+  reason: Exclude<DeviceApproveResult["outcome"], { ok: true }>["reason"],
+  messages: ApprovalMessages,
+): string {
+  switch (reason) {
+    case "expired":
+      return messages.expired ?? messages.invalid_code;
+    case "not_reviewed":
+      return messages.not_reviewed ?? messages.invalid_request;
+    case "unconfirmed":
+      return messages.invalid_request;
+    default:
+      return messages[reason];
+  }
 }
 
 function defaultPage(result: DeviceApproveResult): Response {

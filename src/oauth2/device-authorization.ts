@@ -3,6 +3,7 @@ import {
   authenticationFrom,
   isAuthenticated,
 } from "../core/authentication.ts";
+import { clientAddressOf } from "../core/client-address.ts";
 import { type ContextSource, contextFrom } from "../core/context.ts";
 import { base64url, randomToken } from "../core/encoding.ts";
 import {
@@ -16,6 +17,7 @@ import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-a
 import { rejectUnknownKeys } from "../core/options.ts";
 import { storeCaller } from "../core/store-call.ts";
 import {
+  type DecideOutcome,
   type DeviceCodeRecord,
   type DeviceCodeStore,
   MemoryDeviceCodeStore,
@@ -29,8 +31,19 @@ export const SLOW_DOWN_MS = 5_000;
 
 /**
  * How many wrong user codes approvers may enter: the `userCodeAttempts`
- * option of `DeviceAuthorizationService`. Past either budget even the right
- * code is refused (429) until the window ends.
+ * option of `DeviceAuthorizationService`. Each entry is counted against the
+ * approver's budget, the overall one and, unless it is the approver's first
+ * entry in the window, the budget of the client address it came from; a
+ * right code gives its counts back. Past a budget even the right code is
+ * refused (429) until the window ends.
+ *
+ * The overall budget bounds guessing: with L live codes among 20^8, each
+ * guess hits one with chance L / 20^8 (L = 1000: 3.9e-8), so the defaults
+ * (10 000 per 15 minutes) allow at most 40 000 guesses an hour, a chance
+ * under 0.16 % an hour to hit any of 1000 live codes. It is large enough
+ * that exhausting it takes 2000 accounts and 500 client addresses; one
+ * approver's budget is spent only by that approver, and an address's budget
+ * never refuses an approver's first entry.
  *
  * @example
  * ```ts
@@ -60,10 +73,18 @@ export interface UserCodeAttemptOptions {
    */
   readonly perApprover?: number;
   /**
+   * Wrong user codes entered from one client address per window (1 to
+   * 100 000), an approver's first entry excepted. Not applied when the chain
+   * resolved no client address.
+   *
+   * @default 20
+   */
+  readonly perAddress?: number;
+  /**
    * Wrong user codes all approvers together may enter per window, bounding the
    * chance that guessing hits any live code.
    *
-   * @default 1000
+   * @default 10_000
    */
   readonly overall?: number;
   /**
@@ -113,7 +134,7 @@ export interface DeviceAuthorizationServiceOptions {
   /**
    * How many wrong user codes approvers may enter.
    *
-   * @default { perApprover: 5, overall: 1000, windowMs: 900_000 } (memory store)
+   * @default { perApprover: 5, perAddress: 20, overall: 10_000, windowMs: 900_000 } (memory store)
    */
   readonly userCodeAttempts?: UserCodeAttemptOptions;
   /**
@@ -148,9 +169,17 @@ export type UserCodeOutcome =
     }
   | {
       readonly ok: false;
-      /** `invalid_code` covers unknown, expired and already decided: a guesser learns nothing. */
-      readonly reason: "invalid_code" | "too_many_attempts";
+      /**
+       * `invalid_code` covers unknown, expired and already decided: a guesser
+       * learns nothing. `expired` answers only a decision on a code that
+       * existed. `unconfirmed` answers a `lookup` from a navigation the human
+       * did not submit on this site (a link, another site): nothing was
+       * looked up or counted, and `userCode` is the code to pre-fill.
+       */
+      readonly reason: "invalid_code" | "expired" | "too_many_attempts" | "unconfirmed";
       readonly retryAfterSeconds?: number;
+      /** With `unconfirmed`: the code as typed, `XXXX-XXXX`, when well-formed. */
+      readonly userCode?: string;
     };
 
 /** What a poll came to; `approved` carries what the token is issued for, once. */
@@ -181,6 +210,7 @@ export class DeviceAuthorizationService {
   readonly #store: DeviceCodeStore;
   readonly #attempts: LoginAttemptStore;
   readonly #perApprover: number;
+  readonly #perAddress: number;
   readonly #overall: number;
   readonly #windowMs: number;
   readonly #call: <T>(operation: () => Promise<T>) => Promise<T>;
@@ -211,12 +241,19 @@ export class DeviceAuthorizationService {
     rejectUnknownKeys("DeviceAuthorizationService: userCodeAttempts", attempts, [
       "store",
       "perApprover",
+      "perAddress",
       "overall",
       "windowMs",
     ]);
     this.#attempts = attempts.store ?? new MemoryLoginAttemptStore();
     this.#perApprover = integer("userCodeAttempts.perApprover", attempts.perApprover ?? 5, 1, 1000);
-    this.#overall = integer("userCodeAttempts.overall", attempts.overall ?? 1000, 1, 1e9);
+    this.#perAddress = integer(
+      "userCodeAttempts.perAddress",
+      attempts.perAddress ?? 20,
+      1,
+      100_000,
+    );
+    this.#overall = integer("userCodeAttempts.overall", attempts.overall ?? 10_000, 1, 1e9);
     this.#windowMs = integer(
       "userCodeAttempts.windowMs",
       attempts.windowMs ?? 15 * 60_000,
@@ -292,10 +329,25 @@ export class DeviceAuthorizationService {
 
   /**
    * What a user code asks for, for the approval page. Wrong entries count
-   * against the approver's and the overall budget. `ctx` must be an
+   * against the budgets (see `UserCodeAttemptOptions`). `ctx` must be an
    * authenticated human (a `Request` the chain ran on, or its `Context`).
+   *
+   * Only a code the human submitted on this site is looked up: a form post
+   * (the chain's CSRF leg vouches for it) or a GET the browser marks
+   * `Sec-Fetch-Site: same-origin`. A GET from a link or another site answers
+   * `unconfirmed` without counting anything, so a page elsewhere cannot spend
+   * a human's budget by sending their browser to the approval page.
    */
   async lookup(ctx: ContextSource, userCode: unknown): Promise<UserCodeOutcome> {
+    approverOf(ctx);
+    if (ctx instanceof Request && !submittedOnSite(ctx)) {
+      const code = normalizeUserCode(userCode);
+      return {
+        ok: false,
+        reason: "unconfirmed",
+        ...(code === undefined ? {} : { userCode: formatUserCode(code) }),
+      };
+    }
     return this.#withBudget(ctx, userCode, async (hash) => {
       const record = await this.#call(() => this.#store.findByUserCode(hash, this.#now()));
       return record?.status === "pending" ? record : undefined;
@@ -321,7 +373,7 @@ export class DeviceAuthorizationService {
       const outcome = await this.#call(() =>
         this.#store.decide(hash, { status: "approved", subject, decidedBy: approver }, this.#now()),
       );
-      return outcome.outcome === "decided" ? outcome.record : undefined;
+      return decided(outcome);
     });
   }
 
@@ -332,7 +384,7 @@ export class DeviceAuthorizationService {
       const outcome = await this.#call(() =>
         this.#store.decide(hash, { status: "denied", decidedBy: approver }, this.#now()),
       );
-      return outcome.outcome === "decided" ? outcome.record : undefined;
+      return decided(outcome);
     });
   }
 
@@ -386,31 +438,44 @@ export class DeviceAuthorizationService {
   async #withBudget(
     ctx: ContextSource,
     userCode: unknown,
-    act: (userCodeHash: string) => Promise<DeviceCodeRecord | undefined>,
+    act: (userCodeHash: string) => Promise<DeviceCodeRecord | "expired" | undefined>,
   ): Promise<UserCodeOutcome> {
     const approver = approverOf(ctx);
+    const address = clientAddressOf(ctx);
     const now = this.#now();
-    const keys = [`approver:${approver}`, "overall"];
-    const limits = [this.#perApprover, this.#overall];
-    // The budget is taken before the code is tried, so racing guesses cannot overrun it.
-    for (let i = 0; i < keys.length; i++) {
+    const taken: string[] = [];
+    const take = async (key: string, limit: number) => {
       const reservation = await this.#call(() =>
-        this.#attempts.consume(keys[i] as string, limits[i] as number, this.#windowMs, now),
+        this.#attempts.consume(key, limit, this.#windowMs, now),
       );
-      if (!reservation.allowed) {
-        for (const key of keys.slice(0, i))
-          await this.#settle(() => this.#attempts.release(key, now));
-        return {
-          ok: false,
-          reason: "too_many_attempts",
-          retryAfterSeconds: Math.max(1, Math.ceil((reservation.resetAt - now) / 1000)),
-        };
-      }
+      if (reservation.allowed) taken.push(key);
+      return reservation;
+    };
+    const giveBack = async () => {
+      for (const key of taken) await this.#settle(() => this.#attempts.release(key, now));
+    };
+    // Budget is taken before the code is tried, so racing guesses cannot overrun it.
+    let reservation = await take(`approver:${approver}`, this.#perApprover);
+    if (reservation.allowed) reservation = await take("overall", this.#overall);
+    // An approver's first entry in the window passes whatever others did from
+    // the same address (an office, a carrier NAT); later ones share its budget.
+    if (reservation.allowed && address !== undefined) {
+      const first = await take(`first:${approver}`, 1);
+      if (!first.allowed) reservation = await take(`address:${address}`, this.#perAddress);
+    }
+    if (!reservation.allowed) {
+      await giveBack();
+      return {
+        ok: false,
+        reason: "too_many_attempts",
+        retryAfterSeconds: Math.max(1, Math.ceil((reservation.resetAt - now) / 1000)),
+      };
     }
     const code = normalizeUserCode(userCode);
     const record = code === undefined ? undefined : await act(await sha256(code));
+    if (record === "expired") return { ok: false, reason: "expired" };
     if (record === undefined || code === undefined) return { ok: false, reason: "invalid_code" };
-    for (const key of keys) await this.#settle(() => this.#attempts.release(key, now));
+    await giveBack();
     return {
       ok: true,
       clientId: record.clientId,
@@ -426,7 +491,26 @@ export class DeviceAuthorizationService {
   }
 }
 
-function approverOf(ctx: ContextSource): string {
+function decided(outcome: DecideOutcome): DeviceCodeRecord | "expired" | undefined {
+  if (outcome.outcome === "decided") return outcome.record;
+  // A code that existed and ran out: telling so helps the human and tells a guesser nothing usable.
+  return outcome.outcome === "expired" ? "expired" : undefined;
+}
+
+/**
+ * A code the human submitted on this site: any unsafe method (behind the
+ * chain, CSRF-checked) or a GET the browser marks same-origin.
+ */
+function submittedOnSite(request: Request): boolean {
+  if (request.method !== "GET" && request.method !== "HEAD") return true;
+  return request.headers.get("sec-fetch-site") === "same-origin";
+}
+
+/**
+ * The signed-in human approving: throws `AuthenticationRequiredError` without
+ * one, `AccessDeniedError` for a client authenticated with its own credentials.
+ */
+export function approverOf(ctx: ContextSource): string {
   if (!isAuthenticated(ctx))
     throw new AuthenticationRequiredError("approving a device needs an authenticated human");
   // A client that authenticated with its own credentials (an agent's key) is no

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { bindAuthentication, createAuthentication } from "../core/authentication.ts";
+import { CLIENT_ADDRESS } from "../core/client-address.ts";
+import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import { generateKeySet } from "../jwt/keys.ts";
 import { type AuthorizationServerOptions, authorizationServer } from "./authorization-server.ts";
@@ -441,6 +443,70 @@ describe("device authorization", () => {
     // Three wrong entries overall: now nobody may try, however few they tried themselves.
     expect(await service.lookup(human("c"), begun.user_code)).toMatchObject({
       reason: "too_many_attempts",
+    });
+  });
+
+  it("lets no crowd of approvers deny the others: one address's budget never refuses an approver's first entry", async () => {
+    const { service } = await setup({}, { userCodeAttempts: { perApprover: 5, perAddress: 20 } });
+    const begun = await service.begin("agent-1", ["read"]);
+    const from = (name: string, address: string) => {
+      const request = human(name);
+      bindValue(request, CLIENT_ADDRESS, address);
+      return request;
+    };
+    // 200 accounts, 5 wrong codes each, from one address and from 200.
+    let counted = 0;
+    for (let i = 0; i < 200; i++)
+      for (let j = 0; j < 5; j++) {
+        const one = await service.lookup(from(`m${i}`, "203.0.113.9"), "BBBB-BBBB");
+        const many = await service.lookup(from(`n${i}`, `198.51.${i}.1`), "BBBB-BBBB");
+        for (const outcome of [one, many])
+          if (!outcome.ok && outcome.reason === "invalid_code") counted++;
+      }
+    // From one address: a first entry per account plus the address's 20; from many, 5 each.
+    expect(counted).toBe(200 + 20 + 1000);
+    // A human behind the flooded address, and one elsewhere, still approve.
+    expect(await service.lookup(from("alice", "203.0.113.9"), begun.user_code)).toMatchObject({
+      ok: true,
+    });
+    expect(await service.lookup(from("bob", "192.0.2.1"), begun.user_code)).toMatchObject({
+      ok: true,
+    });
+    // The one who guessed is refused, even the right code.
+    expect(await service.lookup(from("m0", "192.0.2.1"), begun.user_code)).toMatchObject({
+      reason: "too_many_attempts",
+    });
+  });
+
+  it("looks nothing up, and counts nothing, for a code that came in a link or from another site", async () => {
+    const { service } = await setup({}, { userCodeAttempts: { perApprover: 1 } });
+    const begun = await service.begin("agent-1", ["read"]);
+    for (const site of ["cross-site", "same-site", "none", undefined]) {
+      const request = new Request(`${ISSUER}/device?user_code=BBBB-BBBB`, {
+        headers: site === undefined ? {} : { "sec-fetch-site": site },
+      });
+      bindAuthentication(request, createAuthentication("alice", ["USER"]));
+      for (let i = 0; i < 5; i++)
+        expect(await service.lookup(request, "bbbb bbbb")).toEqual({
+          ok: false,
+          reason: "unconfirmed",
+          userCode: "BBBB-BBBB",
+        });
+    }
+    const submitted = new Request(`${ISSUER}/device`, {
+      headers: { "sec-fetch-site": "same-origin" },
+    });
+    bindAuthentication(submitted, createAuthentication("alice", ["USER"]));
+    expect(await service.lookup(submitted, begun.user_code)).toMatchObject({ ok: true });
+  });
+
+  it("tells an approver that a code ran out rather than that it is not valid", async () => {
+    const { service, clock } = await setup();
+    const begun = await service.begin("agent-1", ["read"]);
+    clock.advance(601_000);
+    expect(await service.authorize(human(), begun.user_code, "agent-1")).toMatchObject({
+      ok: false,
+      reason: "expired",
     });
   });
 

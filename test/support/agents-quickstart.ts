@@ -14,6 +14,8 @@ export interface QuickstartRun {
   readonly firstLanding: string;
   /** The page the browser was on after signing in. */
   readonly afterSignIn: string;
+  /** What the review page showed before Approve was pressed. */
+  readonly reviewed: string;
   readonly approvalUrl: string;
   readonly agentExit: number | null;
   readonly agentOutput: string;
@@ -73,7 +75,12 @@ export async function runAgentsQuickstart(options: {
   };
   const children: Child[] = [];
   try {
-    const server = start(options.cwd, options.nodeArgs, "examples/agents-quickstart/server.ts", env);
+    const server = start(
+      options.cwd,
+      options.nodeArgs,
+      "examples/agents-quickstart/server.ts",
+      env,
+    );
     children.push(server);
     await server.waitFor(/agents quick start on http/, 30_000);
     const agent = start(options.cwd, options.nodeArgs, "examples/agents-quickstart/agent.ts", env);
@@ -92,6 +99,10 @@ export async function runAgentsQuickstart(options: {
         page.getByRole("button", { name: "Sign in" }).click(),
       ]);
       const afterSignIn = page.url();
+      // A code that arrived by link is only pre-filled: the person asks for its review first.
+      const review = page.getByRole("button", { name: "Review" });
+      if (await review.isVisible()) await Promise.all([page.waitForNavigation(), review.click()]);
+      const reviewed = await page.locator("body").innerText();
       await Promise.all([
         page.waitForNavigation(),
         page.getByRole("button", { name: "Approve" }).click(),
@@ -103,6 +114,7 @@ export async function runAgentsQuickstart(options: {
       return {
         firstLanding,
         afterSignIn,
+        reviewed,
         approvalUrl: approvalUrl as string,
         agentExit,
         agentOutput: agent.output(),
