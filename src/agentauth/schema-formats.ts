@@ -177,24 +177,33 @@ function isEmail(value: string): boolean {
   return isHostname(value, at + 1, value.length);
 }
 
-const SUB_DELIMS = new Set("!$&'()*+,;=");
-const UNRESERVED_MARKS = new Set("-._~");
+// ASCII classes for URIs: unreserved and sub-delims, then the extras each part allows.
+const URI_BASIC = 1;
+const URI_COLON_AT = 2;
+const URI_SLASH = 4;
+const URI_QUESTION = 8;
+const URI_CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++)
+  if (isAlpha(c) || isDigit(c) || "-._~!$&'()*+,;=".includes(String.fromCharCode(c)))
+    URI_CLASS[c] = URI_BASIC;
+URI_CLASS[58] = URI_COLON_AT;
+URI_CLASS[64] = URI_COLON_AT;
+URI_CLASS[47] = URI_SLASH;
+URI_CLASS[63] = URI_QUESTION;
 
-/** One character of `allowed` or a percent-encoded octet at i; returns the next index or -1. */
-function uriChar(value: string, i: number, extra: string): number {
+/** One allowed character or a percent-encoded octet at i; returns the next index or -1. */
+function uriChar(value: string, i: number, allowed: number): number {
   const c = code(value, i);
-  const ch = value[i] as string;
-  if (isAlpha(c) || isDigit(c) || UNRESERVED_MARKS.has(ch) || SUB_DELIMS.has(ch)) return i + 1;
-  if (extra.includes(ch)) return i + 1;
+  if (c < 128 && ((URI_CLASS[c] as number) & (allowed | URI_BASIC)) !== 0) return i + 1;
   if (c === 37 && isHex(code(value, i + 1)) && isHex(code(value, i + 2))) return i + 3;
   return -1;
 }
 
-/** value[start, end) made only of URI characters (plus `extra`). */
-function uriRun(value: string, start: number, end: number, extra: string): boolean {
+/** value[start, end) made only of URI characters (plus the `allowed` classes). */
+function uriRun(value: string, start: number, end: number, allowed: number): boolean {
   let i = start;
   while (i < end) {
-    i = uriChar(value, i, extra);
+    i = uriChar(value, i, allowed);
     if (i < 0 || i > end) return false;
   }
   return true;
@@ -220,9 +229,9 @@ function isUri(value: string): boolean {
     i = authorityEnd;
   }
   return (
-    uriRun(value, i, pathEnd, ":@/") &&
-    uriRun(value, pathEnd + 1, hash, ":@/?") &&
-    uriRun(value, hash + 1, value.length, ":@/?")
+    uriRun(value, i, pathEnd, URI_COLON_AT | URI_SLASH) &&
+    uriRun(value, pathEnd + 1, hash, URI_COLON_AT | URI_SLASH | URI_QUESTION) &&
+    uriRun(value, hash + 1, value.length, URI_COLON_AT | URI_SLASH | URI_QUESTION)
   );
 }
 
@@ -235,7 +244,8 @@ function isAuthority(value: string, start: number, end: number): boolean {
   const at = value.lastIndexOf("@", end - 1);
   let host = start;
   if (at >= start) {
-    if (!uriRun(value, start, at, ":")) return false;
+    if (!uriRun(value, start, at, URI_COLON_AT) || value.lastIndexOf("@", at - 1) >= start)
+      return false;
     host = at + 1;
   }
   let hostEnd = end;
@@ -246,7 +256,7 @@ function isAuthority(value: string, start: number, end: number): boolean {
   } else {
     const colon = value.lastIndexOf(":", end - 1);
     if (colon >= host) hostEnd = colon;
-    if (!uriRun(value, host, hostEnd, "")) return false;
+    if (!uriRun(value, host, hostEnd, 0)) return false;
   }
   if (hostEnd === end) return true;
   if (code(value, hostEnd) !== 58) return false;

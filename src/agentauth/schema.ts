@@ -106,7 +106,15 @@ interface Node {
   whenTrue?: Node;
   whenFalse?: Node;
   ref?: Node;
+  /** Which groups of keywords the node has, so that a check skips the others at once. */
+  groups: number;
 }
+
+const STRING = 1;
+const NUMBER = 2;
+const ARRAY = 4;
+const OBJECT = 8;
+const APPLICATORS = 16;
 
 /**
  * Compiles an input schema into a check. The check is our own interpreter of
@@ -125,7 +133,7 @@ export function compileSchema(where: string, schema: unknown): ArgumentCheck {
   const root = compiler.node(schema, "#");
   compiler.finish(root);
   return (value) => {
-    const poisoned = findPoisonedKey(value, "", 0);
+    const poisoned = findPoisonedKey(value);
     if (poisoned !== undefined) return [poisoned];
     const run = new Run();
     const top = new Value(value);
@@ -149,7 +157,7 @@ export function checkPublishedSchema(where: string, schema: unknown): void {
 
 /** Arguments without a schema still may not carry prototype keys. */
 export function checkPlainArguments(value: unknown): readonly ArgumentError[] {
-  const poisoned = findPoisonedKey(value, "", 0);
+  const poisoned = findPoisonedKey(value);
   return poisoned === undefined ? [] : [poisoned];
 }
 
@@ -199,6 +207,7 @@ class Compiler {
       allOf: [],
       anyOf: [],
       oneOf: [],
+      groups: 0,
     };
     this.nodes.push(node);
     if (typeof raw === "boolean") node.bool = raw;
@@ -363,6 +372,31 @@ class Compiler {
       node.whenTrue = undefined;
       node.whenFalse = undefined;
     }
+    const has = (...values: unknown[]) => values.some((v) => v !== undefined);
+    node.groups =
+      (has(node.minLength, node.maxLength, node.format) ? STRING : 0) |
+      (has(
+        node.minimum,
+        node.maximum,
+        node.exclusiveMinimum,
+        node.exclusiveMaximum,
+        node.multipleOf,
+      )
+        ? NUMBER
+        : 0) |
+      (has(node.minItems, node.maxItems, node.items, node.contains, node.uniqueItems) ||
+      node.prefix.length > 0
+        ? ARRAY
+        : 0) |
+      (has(node.minProperties, node.maxProperties, node.additional, node.propertyNames) ||
+      node.required.length + node.properties.size > 0 ||
+      node.dependentRequired.length + node.dependentSchemas.length > 0
+        ? OBJECT
+        : 0) |
+      (has(node.ref, node.not, node.condition) ||
+      node.allOf.length + node.anyOf.length + node.oneOf.length > 0
+        ? APPLICATORS
+        : 0);
   }
 
   private resolve(ref: unknown, at: string): Node {
@@ -495,19 +529,30 @@ function sameValue(node: Node): (Node | undefined)[] {
 /** One value of the arguments, with what was learnt about it during one validation. */
 class Value {
   /** Verdicts of the subschemas already checked against this value. */
-  memo: Map<Node, boolean> | undefined;
+  /** Each entry is `2 * node id + verdict`; at most `MAX_PER_VALUE` of them. */
+  memo: number[] | undefined;
   keys: string[] | undefined;
-  children: Map<string | number, Value> | undefined;
+  items: Value[] | undefined;
+  members: Map<string, Value> | undefined;
   names: Map<string, Value> | undefined;
   canonical: number | undefined;
   constructor(readonly raw: unknown) {}
 
   child(key: string | number): Value {
-    this.children ??= new Map();
-    let found = this.children.get(key);
+    if (typeof key === "number") {
+      this.items ??= [];
+      let found = this.items[key];
+      if (found === undefined) {
+        found = new Value((this.raw as unknown[])[key]);
+        this.items[key] = found;
+      }
+      return found;
+    }
+    this.members ??= new Map();
+    let found = this.members.get(key);
     if (found === undefined) {
-      found = new Value((this.raw as Record<string | number, unknown>)[key]);
-      this.children.set(key, found);
+      found = new Value((this.raw as Record<string, unknown>)[key]);
+      this.members.set(key, found);
     }
     return found;
   }
@@ -548,11 +593,12 @@ class Run {
 
   valid(node: Node, value: Value): boolean {
     if (node.bool !== undefined) return node.bool;
-    value.memo ??= new Map();
-    const known = value.memo.get(node);
-    if (known !== undefined) return known;
+    const memo = value.memo;
+    if (memo !== undefined)
+      for (const entry of memo) if (entry >> 1 === node.id) return (entry & 1) === 1;
     const verdict = this.evaluate(node, value, "", undefined);
-    value.memo.set(node, verdict);
+    value.memo ??= [];
+    value.memo.push(node.id * 2 + (verdict ? 1 : 0));
     return verdict;
   }
 
@@ -563,85 +609,110 @@ class Run {
     else this.evaluate(node, value, path, sink);
   }
 
+  /** A failure: true when the caller should stop (always without a sink, else when it is full). */
+  private bad(sink: Sink | undefined, path: string, message: string): boolean {
+    if (sink === undefined) return true;
+    sink.add(path, message);
+    return sink.full;
+  }
+
+  /** Checks `value` (at `path`, or its `key` below `path`) against `next`; true to stop. */
+  private fails(
+    sink: Sink | undefined,
+    next: Node,
+    value: Value,
+    path: string,
+    key?: string | number,
+  ): boolean {
+    if (this.valid(next, value)) return false;
+    if (sink === undefined) return true;
+    this.report(
+      next,
+      value,
+      key === undefined ? path : `${path}/${pointerToken(String(key))}`,
+      sink,
+    );
+    return sink.full;
+  }
+
   /**
    * Checks `value` against `node`'s own keywords, cheapest first. Without a
    * sink it stops at the first failure; with one it reports failures (the
    * caller knows the value fails) until the sink is full.
    */
   private evaluate(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
-    // True when the caller should stop: the first failure, or a full sink.
-    const bad = (message: string, at = path): boolean => {
-      if (sink === undefined) return true;
-      sink.add(at, message);
-      return sink.full;
-    };
-    const inner = (next: Node, of: Value, at: () => string): boolean => {
-      if (this.valid(next, of)) return false;
-      if (sink === undefined) return true;
-      this.report(next, of, at(), sink);
-      return sink.full;
-    };
     const raw = value.raw;
-    if (node.types !== undefined && !node.types.some((type) => hasType(raw, type))) {
-      bad(`must be of type ${node.types.join(" or ")}`);
+    if (node.types !== undefined && !hasSomeType(raw, node.types)) {
+      this.bad(sink, path, `must be of type ${node.types.join(" or ")}`);
       return false;
     }
-    if (node.constant !== undefined && !equal(raw, node.constant.value)) {
-      if (bad(`must be ${JSON.stringify(node.constant.value)}`)) return false;
-    }
-    if (node.enumeration !== undefined && !node.enumeration.some((e) => equal(raw, e))) {
-      if (bad("must be one of the values listed in enum")) return false;
-    }
+    if (node.constant !== undefined && !equal(raw, node.constant.value))
+      if (this.bad(sink, path, `must be ${JSON.stringify(node.constant.value)}`)) return false;
+    if (node.enumeration !== undefined && !isListed(raw, node.enumeration))
+      if (this.bad(sink, path, "must be one of the values listed in enum")) return false;
+    const groups = node.groups;
+    if (groups === 0) return true;
     if (typeof raw === "string") {
+      if ((groups & STRING) === 0) return this.applicators(node, value, path, sink);
       let sized = true;
       if (node.maxLength !== undefined && tooLong(raw, node.maxLength)) {
         sized = false;
-        if (bad(`must be at most ${node.maxLength} characters long`)) return false;
+        if (this.bad(sink, path, `must be at most ${node.maxLength} characters long`)) return false;
       }
       if (node.minLength !== undefined && tooShort(raw, node.minLength)) {
         sized = false;
-        if (bad(`must be at least ${node.minLength} characters long`)) return false;
+        if (this.bad(sink, path, `must be at least ${node.minLength} characters long`))
+          return false;
       }
-      if (sized && node.format !== undefined && !node.format.test(raw)) {
-        if (bad(`must be a valid ${node.format.name}`)) return false;
-      }
+      if (sized && node.format !== undefined && !node.format.test(raw))
+        if (this.bad(sink, path, `must be a valid ${node.format.name}`)) return false;
     } else if (typeof raw === "number") {
+      if ((groups & NUMBER) === 0) return this.applicators(node, value, path, sink);
       if (node.minimum !== undefined && raw < node.minimum)
-        if (bad(`must be at least ${node.minimum}`)) return false;
+        if (this.bad(sink, path, `must be at least ${node.minimum}`)) return false;
       if (node.maximum !== undefined && raw > node.maximum)
-        if (bad(`must be at most ${node.maximum}`)) return false;
+        if (this.bad(sink, path, `must be at most ${node.maximum}`)) return false;
       if (node.exclusiveMinimum !== undefined && raw <= node.exclusiveMinimum)
-        if (bad(`must be greater than ${node.exclusiveMinimum}`)) return false;
+        if (this.bad(sink, path, `must be greater than ${node.exclusiveMinimum}`)) return false;
       if (node.exclusiveMaximum !== undefined && raw >= node.exclusiveMaximum)
-        if (bad(`must be less than ${node.exclusiveMaximum}`)) return false;
+        if (this.bad(sink, path, `must be less than ${node.exclusiveMaximum}`)) return false;
       if (node.multipleOf !== undefined && !isMultiple(raw, node.multipleOf))
-        if (bad(`must be a multiple of ${node.multipleOf}`)) return false;
+        if (this.bad(sink, path, `must be a multiple of ${node.multipleOf}`)) return false;
     } else if (Array.isArray(raw)) {
-      if (!this.array(node, value, raw, path, bad, inner)) return false;
+      if ((groups & ARRAY) !== 0 && !this.array(node, value, raw, path, sink)) return false;
     } else if (isObject(raw)) {
-      if (!this.object(node, value, raw, path, bad, inner)) return false;
+      if ((groups & OBJECT) !== 0 && !this.object(node, value, raw, path, sink)) return false;
     }
-    const here = () => path;
-    for (const next of node.allOf) if (inner(next, value, here)) return false;
-    if (node.ref !== undefined && inner(node.ref, value, here)) return false;
-    if (node.anyOf.length > 0 && !node.anyOf.some((next) => this.valid(next, value)))
-      if (bad("must match at least one schema of anyOf")) return false;
+    return this.applicators(node, value, path, sink);
+  }
+
+  private applicators(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
+    if ((node.groups & APPLICATORS) === 0) return true;
+    for (const next of node.allOf) if (this.fails(sink, next, value, path)) return false;
+    if (node.ref !== undefined && this.fails(sink, node.ref, value, path)) return false;
+    if (node.anyOf.length > 0 && !this.anyValid(node.anyOf, value))
+      if (this.bad(sink, path, "must match at least one schema of anyOf")) return false;
     if (node.oneOf.length > 0) {
       let matched = 0;
       for (const next of node.oneOf) if (this.valid(next, value) && ++matched > 1) break;
-      if (matched !== 1)
-        if (
-          bad(`must match exactly one schema of oneOf, not ${matched === 0 ? "none" : "several"}`)
-        )
+      if (matched !== 1) {
+        const how = matched === 0 ? "none" : "several";
+        if (this.bad(sink, path, `must match exactly one schema of oneOf, not ${how}`))
           return false;
+      }
     }
     if (node.not !== undefined && this.valid(node.not, value))
-      if (bad("must not match the schema under not")) return false;
+      if (this.bad(sink, path, "must not match the schema under not")) return false;
     if (node.condition !== undefined) {
       const branch = this.valid(node.condition, value) ? node.whenTrue : node.whenFalse;
-      if (branch !== undefined && inner(branch, value, here)) return false;
+      if (branch !== undefined && this.fails(sink, branch, value, path)) return false;
     }
     return true;
+  }
+
+  private anyValid(nodes: readonly Node[], value: Value): boolean {
+    for (const next of nodes) if (this.valid(next, value)) return true;
+    return false;
   }
 
   private array(
@@ -649,25 +720,24 @@ class Run {
     value: Value,
     raw: unknown[],
     path: string,
-    bad: (message: string, at?: string) => boolean,
-    inner: (next: Node, of: Value, at: () => string) => boolean,
+    sink: Sink | undefined,
   ): boolean {
     const length = raw.length;
     let sized = true;
     if (node.maxItems !== undefined && length > node.maxItems) {
       sized = false;
-      if (bad(`must have at most ${node.maxItems} items`)) return false;
+      if (this.bad(sink, path, `must have at most ${node.maxItems} items`)) return false;
     }
     if (node.minItems !== undefined && length < node.minItems) {
       sized = false;
-      if (bad(`must have at least ${node.minItems} items`)) return false;
+      if (this.bad(sink, path, `must have at least ${node.minItems} items`)) return false;
     }
     // Past a failed bound the items are not worth checking (nor comparing).
     if (!sized) return true;
     if (node.prefix.length > 0 || node.items !== undefined) {
       for (let i = 0; i < length; i++) {
         const next = i < node.prefix.length ? node.prefix[i] : node.items;
-        if (next !== undefined && inner(next, value.child(i), () => `${path}/${i}`)) return false;
+        if (next !== undefined && this.fails(sink, next, value.child(i), path, i)) return false;
       }
     }
     if (node.contains !== undefined) {
@@ -678,8 +748,10 @@ class Run {
         if (this.valid(node.contains, value.child(i))) count++;
         if (count >= min && max === Number.POSITIVE_INFINITY) break;
       }
-      if (count < min && bad(`must contain at least ${min} matching item(s)`)) return false;
-      if (count > max && bad(`must contain at most ${max} matching item(s)`)) return false;
+      if (count < min && this.bad(sink, path, `must contain at least ${min} matching item(s)`))
+        return false;
+      if (count > max && this.bad(sink, path, `must contain at most ${max} matching item(s)`))
+        return false;
     }
     if (node.uniqueItems === true && length > 1) {
       const first = new Map<number, number>();
@@ -687,7 +759,8 @@ class Run {
         const id = this.canonical(value.child(i));
         const earlier = first.get(id);
         if (earlier !== undefined) {
-          if (bad(`must have unique items (items ${earlier} and ${i} are equal)`)) return false;
+          const message = `must have unique items (items ${earlier} and ${i} are equal)`;
+          if (this.bad(sink, path, message)) return false;
           break;
         }
         first.set(id, i);
@@ -701,47 +774,50 @@ class Run {
     value: Value,
     raw: Record<string, unknown>,
     path: string,
-    bad: (message: string, at?: string) => boolean,
-    inner: (next: Node, of: Value, at: () => string) => boolean,
+    sink: Sink | undefined,
   ): boolean {
-    const at = (key: string) => () => `${path}/${pointerToken(key)}`;
     if (node.maxProperties !== undefined || node.minProperties !== undefined) {
       const count = value.ownKeys().length;
       if (node.maxProperties !== undefined && count > node.maxProperties)
-        if (bad(`must have at most ${node.maxProperties} properties`)) return false;
+        if (this.bad(sink, path, `must have at most ${node.maxProperties} properties`))
+          return false;
       if (node.minProperties !== undefined && count < node.minProperties)
-        if (bad(`must have at least ${node.minProperties} properties`)) return false;
+        if (this.bad(sink, path, `must have at least ${node.minProperties} properties`))
+          return false;
     }
     for (const key of node.required)
-      if (!Object.hasOwn(raw, key) && bad(`the property ${JSON.stringify(key)} is required`))
-        return false;
+      if (!Object.hasOwn(raw, key))
+        if (this.bad(sink, path, `the property ${JSON.stringify(key)} is required`)) return false;
     for (const [key, needed] of node.dependentRequired) {
       if (!Object.hasOwn(raw, key)) continue;
       for (const other of needed)
-        if (!Object.hasOwn(raw, other))
-          if (bad(`the property ${JSON.stringify(other)} is required with ${JSON.stringify(key)}`))
-            return false;
+        if (!Object.hasOwn(raw, other)) {
+          const message = `the property ${JSON.stringify(other)} is required with ${JSON.stringify(key)}`;
+          if (this.bad(sink, path, message)) return false;
+        }
     }
     const additional = node.additional;
     if (additional === undefined) {
       // Only the declared properties to look at: no walk over the client's keys.
       for (const [key, next] of node.properties)
-        if (Object.hasOwn(raw, key) && inner(next, value.child(key), at(key))) return false;
+        if (Object.hasOwn(raw, key) && this.fails(sink, next, value.child(key), path, key))
+          return false;
     } else {
       for (const key of value.ownKeys()) {
         const declared = node.properties.get(key);
         const next = declared ?? additional;
         if (declared === undefined && next.bool === false) {
-          if (bad("the property is not allowed", at(key)())) return false;
-        } else if (inner(next, value.child(key), at(key))) return false;
+          const at = `${path}/${pointerToken(key)}`;
+          if (this.bad(sink, at, "the property is not allowed")) return false;
+        } else if (this.fails(sink, next, value.child(key), path, key)) return false;
       }
     }
     if (node.propertyNames !== undefined) {
       for (const key of value.ownKeys())
-        if (inner(node.propertyNames, value.name(key), at(key))) return false;
+        if (this.fails(sink, node.propertyNames, value.name(key), path, key)) return false;
     }
     for (const [key, next] of node.dependentSchemas)
-      if (Object.hasOwn(raw, key) && inner(next, value, () => path)) return false;
+      if (Object.hasOwn(raw, key) && this.fails(sink, next, value, path)) return false;
     return true;
   }
 
@@ -769,6 +845,16 @@ class Run {
     value.canonical = id;
     return id;
   }
+}
+
+function hasSomeType(raw: unknown, types: readonly string[]): boolean {
+  for (const type of types) if (hasType(raw, type)) return true;
+  return false;
+}
+
+function isListed(raw: unknown, values: readonly unknown[]): boolean {
+  for (const listed of values) if (equal(raw, listed)) return true;
+  return false;
 }
 
 function hasType(raw: unknown, type: string): boolean {
@@ -843,22 +929,31 @@ function pointerToken(key: string): string {
   return key.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 
-function findPoisonedKey(value: unknown, path: string, depth: number): ArgumentError | undefined {
-  if (depth > MAX_DEPTH) return { path, message: `nested deeper than ${MAX_DEPTH} levels` };
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findPoisonedKey(value[i], `${path}/${i}`, depth + 1);
-      if (found !== undefined) return found;
+function findPoisonedKey(value: unknown): ArgumentError | undefined {
+  // The path is kept as a stack and written out only for the answer.
+  const trail: (string | number)[] = [];
+  const at = () => trail.map((key) => `/${pointerToken(String(key))}`).join("");
+  const walk = (inner: unknown, depth: number): ArgumentError | undefined => {
+    if (depth > MAX_DEPTH) return { path: at(), message: `nested deeper than ${MAX_DEPTH} levels` };
+    if (Array.isArray(inner)) {
+      for (let i = 0; i < inner.length; i++) {
+        trail.push(i);
+        const found = walk(inner[i], depth + 1);
+        if (found !== undefined) return found;
+        trail.pop();
+      }
+    } else if (typeof inner === "object" && inner !== null) {
+      for (const key of Object.keys(inner)) {
+        trail.push(key);
+        if (POISONED.has(key)) return { path: at(), message: `the key ${key} is not allowed` };
+        const found = walk((inner as Record<string, unknown>)[key], depth + 1);
+        if (found !== undefined) return found;
+        trail.pop();
+      }
     }
-  } else if (typeof value === "object" && value !== null) {
-    for (const key of Object.keys(value)) {
-      const at = `${path}/${pointerToken(key)}`;
-      if (POISONED.has(key)) return { path: at, message: `the key ${key} is not allowed` };
-      const found = findPoisonedKey((value as Record<string, unknown>)[key], at, depth + 1);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
+    return undefined;
+  };
+  return walk(value, 0);
 }
 
 function inspect(where: string, node: unknown, depth: number): void {
