@@ -178,6 +178,7 @@ function declaredDraft(where: string, schema: unknown): Draft {
 class Compiler {
   private readonly nodes: Node[] = [];
   private readonly byRaw = new Map<object, Node>();
+  private readonly following = new Set<object>();
 
   constructor(
     private readonly where: string,
@@ -194,6 +195,16 @@ class Compiler {
       this.fail(at, "a schema must be an object or a boolean");
     const known = typeof raw === "boolean" ? undefined : this.byRaw.get(raw);
     if (known !== undefined) return known;
+    if (typeof raw !== "boolean" && this.onlyRef(raw)) {
+      // A schema that is only a $ref is its target: one check per value, not two.
+      if (this.following.has(raw))
+        this.fail(at, "the schema applies itself to the same value again (a $ref loop)");
+      this.following.add(raw);
+      const target = this.resolve(raw.$ref, `${at}/$ref`);
+      this.following.delete(raw);
+      this.byRaw.set(raw, target);
+      return target;
+    }
     if (this.nodes.length >= MAX_SUBSCHEMAS)
       this.fail(at, `the schema has more than ${MAX_SUBSCHEMAS} subschemas`);
     const node: Node = {
@@ -216,6 +227,12 @@ class Compiler {
       this.fill(node, raw, at);
     }
     return node;
+  }
+
+  private onlyRef(raw: Record<string, unknown>): boolean {
+    if (raw.$ref === undefined) return false;
+    if (this.draft === "7" || this.draft === "4") return true;
+    return Object.keys(raw).every((key) => key === "$ref" || ANNOTATIONS.has(key));
   }
 
   private fill(node: Node, raw: Record<string, unknown>, at: string): void {
@@ -529,7 +546,8 @@ function sameValue(node: Node): (Node | undefined)[] {
 /** One value of the arguments, with what was learnt about it during one validation. */
 class Value {
   /** Verdicts of the subschemas already checked against this value. */
-  /** Each entry is `2 * node id + verdict`; at most `MAX_PER_VALUE` of them. */
+  /** Verdicts as `2 * node id + verdict` (-1: none): the first inline, the others in a list of at most `MAX_PER_VALUE`. */
+  first = -1;
   memo: number[] | undefined;
   keys: string[] | undefined;
   items: Value[] | undefined;
@@ -593,12 +611,17 @@ class Run {
 
   valid(node: Node, value: Value): boolean {
     if (node.bool !== undefined) return node.bool;
+    if (value.first >> 1 === node.id) return (value.first & 1) === 1;
     const memo = value.memo;
     if (memo !== undefined)
       for (const entry of memo) if (entry >> 1 === node.id) return (entry & 1) === 1;
     const verdict = this.evaluate(node, value, "", undefined);
-    value.memo ??= [];
-    value.memo.push(node.id * 2 + (verdict ? 1 : 0));
+    const entry = node.id * 2 + (verdict ? 1 : 0);
+    if (value.first < 0) value.first = entry;
+    else {
+      value.memo ??= [];
+      value.memo.push(entry);
+    }
     return verdict;
   }
 
