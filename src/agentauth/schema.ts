@@ -32,9 +32,9 @@ const MAX_SUBSCHEMAS = 512;
 /**
  * At most this many subschemas may apply to any one value of the arguments:
  * each (subschema, value) pair is checked once, so a validation costs at most
- * this many passes over the body.
+ * this many checks of each value.
  */
-const MAX_PER_VALUE = 32;
+const MAX_PER_VALUE = 16;
 /** Distinct sets of subschemas explored when bounding the above. */
 const MAX_SHAPES = 4096;
 
@@ -108,6 +108,8 @@ interface Node {
   ref?: Node;
   /** Which groups of keywords the node has, so that a check skips the others at once. */
   groups: number;
+  /** Applied at most once to any value (one way to reach it): its verdict needs no memo. */
+  once: boolean;
 }
 
 const STRING = 1;
@@ -219,6 +221,7 @@ class Compiler {
       anyOf: [],
       oneOf: [],
       groups: 0,
+      once: false,
     };
     this.nodes.push(node);
     if (typeof raw === "boolean") node.bool = raw;
@@ -458,6 +461,29 @@ class Compiler {
   }
 
   /**
+   * Marks the subschemas with a single way to reach them from the root: each
+   * is applied at most once per value, so memoising its verdicts only costs.
+   */
+  private markOnce(root: Node): void {
+    const parents = new Map<Node, Node[]>();
+    for (const node of this.nodes)
+      for (const inner of [...sameValue(node), ...descents(node)])
+        if (inner !== undefined) parents.set(inner, [...(parents.get(inner) ?? []), node]);
+    const decided = new Map<Node, boolean>();
+    const once = (node: Node): boolean => {
+      const known = decided.get(node);
+      if (known !== undefined) return known;
+      decided.set(node, false); // a cycle has two ways in, or none from the root
+      const from = parents.get(node) ?? [];
+      const verdict =
+        node === root ? from.length === 0 : from.length === 1 && once(from[0] as Node);
+      decided.set(node, verdict);
+      return verdict;
+    };
+    for (const node of this.nodes) node.once = once(node);
+  }
+
+  /**
    * Bounds the work: refuses a subschema that applies itself to the same value
    * (a loop), and any shape of the arguments that more than `MAX_PER_VALUE`
    * subschemas would apply to.
@@ -508,6 +534,7 @@ class Compiler {
       if (seen.size > MAX_SHAPES) this.fail("#", "the schema is too complex to bound its cost");
       pending.push(shape);
     };
+    this.markOnce(root);
     visit(closure(root));
     while (pending.length > 0) {
       const shape = pending.pop() as Set<Node>;
@@ -526,6 +553,18 @@ class Compiler {
       visit(union((n) => [n.items, n.contains], shape));
     }
   }
+}
+
+/** The subschemas a subschema applies to the values below the one it checks. */
+function descents(node: Node): (Node | undefined)[] {
+  return [
+    ...node.properties.values(),
+    node.additional,
+    node.propertyNames,
+    ...node.prefix,
+    node.items,
+    node.contains,
+  ];
 }
 
 /** The subschemas a subschema applies to the very value it checks. */
@@ -608,9 +647,12 @@ class Sink {
 /** One validation: verdicts are memoised per (subschema, value), so none is computed twice. */
 class Run {
   private readonly canonicalIds = new Map<string, number>();
+  /** While errors are collected every verdict is kept: the same parts are asked again. */
+  private reporting = false;
 
   valid(node: Node, value: Value): boolean {
     if (node.bool !== undefined) return node.bool;
+    if (node.once && !this.reporting) return this.evaluate(node, value, "", undefined);
     if (value.first >> 1 === node.id) return (value.first & 1) === 1;
     const memo = value.memo;
     if (memo !== undefined)
@@ -627,6 +669,7 @@ class Run {
 
   /** Says why `value` fails `node`, descending only into the parts that fail. */
   report(node: Node, value: Value, path: string, sink: Sink): void {
+    this.reporting = true;
     if (sink.full || this.valid(node, value)) return;
     if (node.bool === false) sink.add(path, "no value is allowed here");
     else this.evaluate(node, value, path, sink);
