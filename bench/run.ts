@@ -3,12 +3,14 @@ import { fileURLToPath } from "node:url";
 import { agentBenchmarks, storeBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
 import { memoryStoreBenchmarks } from "./memory-stores.ts";
+import { schemaBenchmarks } from "./schema.ts";
 import { overSocket } from "./socket.ts";
 
 console.log(`portcullis benchmarks — node ${process.version}, ${new Date().toISOString()}`);
 // BENCH_ONLY=agents runs only the capability-token benchmarks.
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "chain") await inProcess();
+if (only === undefined || only === "schema") schemaBenchmarks();
 if (only === undefined || only === "agents") {
   await agentBenchmarks();
   await storeBenchmarks();

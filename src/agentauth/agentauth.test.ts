@@ -33,6 +33,8 @@ const handler =
     return { ran: name };
   };
 
+const object = (properties: Record<string, unknown>) => ({ type: "object", properties });
+
 function definitions(): CapabilityDefinition[] {
   return [
     { name: "a", description: "A.", handler: handler("a") },
@@ -339,6 +341,32 @@ describe("execute: a restart with a memory replay store", () => {
 });
 
 describe("execute: arguments and bodies", () => {
+  it("answers a near-URL argument 400 at once, never reaching the handler", async () => {
+    const link: CapabilityDefinition = {
+      name: "link",
+      description: "Takes a URL.",
+      input: object({ u: { type: "string", format: "url", maxLength: 64 } }),
+      handler: handler("link"),
+    };
+    const agents = await setup({ capabilities: [...definitions(), link] });
+    const g = await grant(agents, ["link"]);
+    // The old validator held the event loop for tens of seconds on this 40-byte value.
+    const near = await execute(agents, await token(agents, g, ["link"]), {
+      capability: "link",
+      arguments: { u: `http://${"a".repeat(32)}_` },
+    });
+    expect([near.status, near.body.errors]).toEqual([
+      400,
+      [{ path: "/u", message: "must be a valid url" }],
+    ]);
+    expect(calls.filter((call) => call.name === "link")).toHaveLength(0);
+    const fine = await execute(agents, await token(agents, g, ["link"]), {
+      capability: "link",
+      arguments: { u: "https://example.com/a" },
+    });
+    expect(fine.status).toBe(200);
+  });
+
   it("never lets arguments that fail the schema reach the handler", async () => {
     const agents = await setup();
     const g = await grant(agents, ["typed", "free"]);

@@ -3,6 +3,7 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import {
   type ArgumentCheck,
   checkPlainArguments,
+  checkPublishedSchema,
   compileSchema,
   type JsonSchema,
 } from "./schema.ts";
@@ -129,7 +130,7 @@ function toCapability(definition: CapabilityDefinition): Capability {
   const input = frozenCopy(`${label} input`, definition.input);
   const output = frozenCopy(`${label} output`, definition.output);
   const check = input === undefined ? checkPlainArguments : compileSchema(`${label} input`, input);
-  if (output !== undefined) compileSchema(`${label} output`, output);
+  if (output !== undefined) checkPublishedSchema(`${label} output`, output);
   return Object.freeze({
     name: definition.name,
     description: definition.description,

@@ -1,5 +1,5 @@
-import { type Schema, Validator } from "@cfworker/json-schema";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { FORMATS } from "./schema-formats.ts";
 
 /** A JSON Schema document (draft 2020-12 unless `$schema` names 2019-09, 7 or 4). */
 export type JsonSchema = Readonly<Record<string, unknown>> | boolean;
@@ -12,7 +12,9 @@ export interface ArgumentError {
 
 export type ArgumentCheck = (value: unknown) => readonly ArgumentError[];
 
-const DRAFTS: Record<string, "2020-12" | "2019-09" | "7" | "4"> = {
+type Draft = "2020-12" | "2019-09" | "7" | "4";
+
+const DRAFTS: Record<string, Draft> = {
   "https://json-schema.org/draft/2020-12/schema": "2020-12",
   "https://json-schema.org/draft/2019-09/schema": "2019-09",
   "http://json-schema.org/draft-07/schema": "7",
@@ -24,74 +26,1000 @@ const TYPES = new Set(["null", "boolean", "object", "array", "number", "integer"
 // Keys that would reach a handler as something other than data if merged naively.
 const POISONED = new Set(["__proto__", "constructor", "prototype"]);
 const MAX_DEPTH = 32;
+const MAX_ERRORS = 20;
+/** At most this many subschemas in one input schema. */
+const MAX_SUBSCHEMAS = 512;
+/**
+ * At most this many subschemas may apply to any one value of the arguments:
+ * each (subschema, value) pair is checked once, so a validation costs at most
+ * this many checks of each value.
+ */
+const MAX_PER_VALUE = 16;
+/** Distinct sets of subschemas explored when bounding the above. */
+const MAX_SHAPES = 4096;
+
+const ANNOTATIONS = new Set([
+  "title",
+  "description",
+  "$comment",
+  "default",
+  "examples",
+  "deprecated",
+  "readOnly",
+  "writeOnly",
+  "contentEncoding",
+  "contentMediaType",
+  "contentSchema",
+]);
+const UNSUPPORTED: Record<string, string> = {
+  pattern:
+    "a regular expression run on client input can take exponential time; use enum, format or maxLength, or check the value in the handler",
+  patternProperties:
+    "a regular expression run on client input can take exponential time; list the keys under properties, or check them in the handler",
+  unevaluatedProperties: "use additionalProperties",
+  unevaluatedItems: "use items",
+  $dynamicRef: "use a local $ref",
+  $recursiveRef: "use a local $ref",
+  $anchor: 'refer to the subschema by a JSON Pointer ("#/$defs/name")',
+  $dynamicAnchor: 'refer to the subschema by a JSON Pointer ("#/$defs/name")',
+  $recursiveAnchor: 'refer to the subschema by a JSON Pointer ("#/$defs/name")',
+  $vocabulary: "the standard vocabularies are the only ones",
+};
+
+/** A subschema, compiled once when the registry is built. */
+interface Node {
+  readonly id: number;
+  readonly at: string;
+  bool?: boolean;
+  types?: readonly string[];
+  constant?: { readonly value: unknown };
+  enumeration?: readonly unknown[];
+  minLength?: number;
+  maxLength?: number;
+  format?: { readonly name: string; readonly test: (value: string) => boolean };
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  multipleOf?: number;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  prefix: Node[];
+  items?: Node;
+  contains?: Node;
+  minContains?: number;
+  maxContains?: number;
+  minProperties?: number;
+  maxProperties?: number;
+  required: string[];
+  properties: Map<string, Node>;
+  additional?: Node;
+  propertyNames?: Node;
+  dependentRequired: [string, string[]][];
+  dependentSchemas: [string, Node][];
+  allOf: Node[];
+  anyOf: Node[];
+  oneOf: Node[];
+  not?: Node;
+  condition?: Node;
+  whenTrue?: Node;
+  whenFalse?: Node;
+  ref?: Node;
+  /** Which groups of keywords the node has, so that a check skips the others at once. */
+  groups: number;
+  /** Applied at most once to any value (one way to reach it): its verdict needs no memo. */
+  once: boolean;
+}
+
+const STRING = 1;
+const NUMBER = 2;
+const ARRAY = 4;
+const OBJECT = 8;
+const APPLICATORS = 16;
 
 /**
- * Compiles a schema into a check, interpreting it (no code generation: it runs
- * on Workers too). A schema that cannot be validated (an unknown draft, a
- * remote `$ref`, an unknown type) throws `InvalidOptionsError` here.
+ * Compiles an input schema into a check. The check is our own interpreter of
+ * the keywords listed in the README (no code generation: it runs on Workers
+ * too), built so that its cost is linear in the arguments: every subschema is
+ * checked at most once per value, at most `MAX_PER_VALUE` subschemas apply to
+ * one value, formats are single-pass, bounds are checked before costly
+ * keywords and `uniqueItems` compares canonical forms through a map. Whatever
+ * it cannot promise that for (`pattern`, an unknown `format` or keyword, a
+ * `$ref` loop that never descends, a schema too wide) throws
+ * `InvalidOptionsError` here, naming it.
  */
 export function compileSchema(where: string, schema: unknown): ArgumentCheck {
-  if (typeof schema !== "boolean" && !isPlainObject(schema))
-    throw new InvalidOptionsError(`${where}: a JSON Schema must be an object or a boolean`);
-  let draft: "2020-12" | "2019-09" | "7" | "4" = "2020-12";
-  if (typeof schema === "object") {
-    const declared = schema.$schema;
-    if (declared !== undefined) {
-      const known = typeof declared === "string" ? DRAFTS[declared] : undefined;
-      if (known === undefined)
-        throw new InvalidOptionsError(
-          `${where}: $schema ${JSON.stringify(declared)} is not a supported draft`,
-        );
-      draft = known;
-    }
-    inspect(where, schema, 0);
-  }
-  let validator: Validator;
-  try {
-    // The validator annotates the schema it is given: hand it a copy of its own.
-    validator = new Validator(structuredClone(schema) as Schema, draft, false);
-    validator.validate({});
-  } catch (cause) {
-    throw new InvalidOptionsError(`${where}: the schema cannot be validated`, { cause });
-  }
+  const draft = declaredDraft(where, schema);
+  const compiler = new Compiler(where, schema, draft);
+  const root = compiler.node(schema, "#");
+  compiler.finish(root);
   return (value) => {
-    const poisoned = findPoisonedKey(value, "", 0);
+    const poisoned = findPoisonedKey(value);
     if (poisoned !== undefined) return [poisoned];
-    const result = validator.validate(value);
-    if (result.valid) return [];
-    // The innermost errors say what is wrong; the wrappers only repeat "does not match".
-    const leaves = result.errors.filter(
-      (error) => !["properties", "items", "allOf", "$ref", "false"].includes(error.keyword),
-    );
-    return (leaves.length > 0 ? leaves : result.errors).slice(0, 20).map((error) => ({
-      path: error.instanceLocation.replace(/^#/, ""),
-      message: error.error,
-    }));
+    const run = new Run();
+    const top = new Value(value);
+    if (run.valid(root, top)) return [];
+    const sink = new Sink();
+    run.report(root, top, "", sink);
+    return sink.out.length > 0
+      ? sink.out
+      : [{ path: "", message: "the arguments do not match the input schema" }];
   };
+}
+
+/**
+ * An output schema is only published, never run: it must be a JSON Schema
+ * of a known draft with local references, whatever keywords it uses.
+ */
+export function checkPublishedSchema(where: string, schema: unknown): void {
+  declaredDraft(where, schema);
+  inspect(where, schema, 0);
 }
 
 /** Arguments without a schema still may not carry prototype keys. */
 export function checkPlainArguments(value: unknown): readonly ArgumentError[] {
-  const poisoned = findPoisonedKey(value, "", 0);
+  const poisoned = findPoisonedKey(value);
   return poisoned === undefined ? [] : [poisoned];
 }
 
-function findPoisonedKey(value: unknown, path: string, depth: number): ArgumentError | undefined {
-  if (depth > MAX_DEPTH) return { path, message: `nested deeper than ${MAX_DEPTH} levels` };
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findPoisonedKey(value[i], `${path}/${i}`, depth + 1);
-      if (found !== undefined) return found;
+function declaredDraft(where: string, schema: unknown): Draft {
+  if (typeof schema === "boolean") return "2020-12";
+  if (!isPlainObject(schema))
+    throw new InvalidOptionsError(`${where}: a JSON Schema must be an object or a boolean`);
+  const declared = schema.$schema;
+  if (declared === undefined) return "2020-12";
+  const known = typeof declared === "string" ? DRAFTS[declared] : undefined;
+  if (known === undefined)
+    throw new InvalidOptionsError(
+      `${where}: $schema ${JSON.stringify(declared)} is not a supported draft`,
+    );
+  return known;
+}
+
+class Compiler {
+  private readonly nodes: Node[] = [];
+  private readonly byRaw = new Map<object, Node>();
+  private readonly following = new Set<object>();
+
+  constructor(
+    private readonly where: string,
+    private readonly root: unknown,
+    private readonly draft: Draft,
+  ) {}
+
+  fail(at: string, message: string): never {
+    throw new InvalidOptionsError(`${this.where}: at ${at}, ${message}`);
+  }
+
+  node(raw: unknown, at: string): Node {
+    if (typeof raw !== "boolean" && !isPlainObject(raw))
+      this.fail(at, "a schema must be an object or a boolean");
+    const known = typeof raw === "boolean" ? undefined : this.byRaw.get(raw);
+    if (known !== undefined) return known;
+    if (typeof raw !== "boolean" && this.onlyRef(raw)) {
+      // A schema that is only a $ref is its target: one check per value, not two.
+      if (this.following.has(raw))
+        this.fail(at, "the schema applies itself to the same value again (a $ref loop)");
+      this.following.add(raw);
+      const target = this.resolve(raw.$ref, `${at}/$ref`);
+      this.following.delete(raw);
+      this.byRaw.set(raw, target);
+      return target;
     }
-  } else if (typeof value === "object" && value !== null) {
-    for (const key of Object.keys(value)) {
-      const at = `${path}/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
-      if (POISONED.has(key)) return { path: at, message: `the key ${key} is not allowed` };
-      const found = findPoisonedKey((value as Record<string, unknown>)[key], at, depth + 1);
-      if (found !== undefined) return found;
+    if (this.nodes.length >= MAX_SUBSCHEMAS)
+      this.fail(at, `the schema has more than ${MAX_SUBSCHEMAS} subschemas`);
+    const node: Node = {
+      id: this.nodes.length,
+      at,
+      prefix: [],
+      required: [],
+      properties: new Map(),
+      dependentRequired: [],
+      dependentSchemas: [],
+      allOf: [],
+      anyOf: [],
+      oneOf: [],
+      groups: 0,
+      once: false,
+    };
+    this.nodes.push(node);
+    if (typeof raw === "boolean") node.bool = raw;
+    else {
+      this.byRaw.set(raw, node);
+      this.fill(node, raw, at);
+    }
+    return node;
+  }
+
+  private onlyRef(raw: Record<string, unknown>): boolean {
+    if (raw.$ref === undefined) return false;
+    if (this.draft === "7" || this.draft === "4") return true;
+    return Object.keys(raw).every((key) => key === "$ref" || ANNOTATIONS.has(key));
+  }
+
+  private fill(node: Node, raw: Record<string, unknown>, at: string): void {
+    // Before 2019-09, $ref replaces the schema it sits in.
+    const onlyRef = (this.draft === "7" || this.draft === "4") && raw.$ref !== undefined;
+    let additionalItems: unknown;
+    for (const [key, value] of Object.entries(raw)) {
+      if (onlyRef && key !== "$ref") continue;
+      const here = `${at}/${pointerToken(key)}`;
+      if (ANNOTATIONS.has(key)) continue;
+      const unsupported = UNSUPPORTED[key];
+      if (unsupported !== undefined) this.fail(here, `${key} is not supported: ${unsupported}`);
+      switch (key) {
+        case "$schema":
+        case "$id":
+          if (at !== "#") this.fail(here, `${key} is only allowed at the root`);
+          break;
+        case "$ref":
+          node.ref = this.resolve(value, here);
+          break;
+        case "$defs":
+        case "definitions":
+          for (const [name, inner] of this.entries(value, here))
+            this.node(inner, `${here}/${pointerToken(name)}`);
+          break;
+        case "type": {
+          const types = Array.isArray(value) ? value : [value];
+          if (types.length === 0 || types.some((t) => typeof t !== "string" || !TYPES.has(t)))
+            this.fail(here, `unknown type ${JSON.stringify(value)}`);
+          node.types = types as string[];
+          break;
+        }
+        case "enum":
+          if (!Array.isArray(value) || value.length === 0)
+            this.fail(here, "enum must be a non-empty array");
+          node.enumeration = value;
+          break;
+        case "const":
+          node.constant = { value };
+          break;
+        case "minimum":
+        case "maximum":
+        case "multipleOf":
+          node[key] = this.number(value, here, key === "multipleOf");
+          break;
+        case "exclusiveMinimum":
+        case "exclusiveMaximum":
+          if (this.draft === "4") {
+            if (typeof value !== "boolean") this.fail(here, `${key} must be a boolean in draft 4`);
+            const bound = key === "exclusiveMinimum" ? raw.minimum : raw.maximum;
+            if (value && typeof bound === "number") node[key] = bound;
+          } else node[key] = this.number(value, here, false);
+          break;
+        case "minLength":
+        case "maxLength":
+        case "minItems":
+        case "maxItems":
+        case "minProperties":
+        case "maxProperties":
+        case "minContains":
+        case "maxContains":
+          if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+            this.fail(here, `${key} must be a non-negative integer`);
+          node[key] = value;
+          break;
+        case "format":
+          if (typeof value !== "string" || !Object.hasOwn(FORMATS, value))
+            this.fail(
+              here,
+              `format ${JSON.stringify(value)} cannot be checked in linear time here; use one of ${Object.keys(FORMATS).join(", ")}, or drop it and check the value in the handler`,
+            );
+          node.format = { name: value, test: FORMATS[value] as (v: string) => boolean };
+          break;
+        case "uniqueItems":
+          if (typeof value !== "boolean") this.fail(here, "uniqueItems must be a boolean");
+          node.uniqueItems = value;
+          break;
+        case "items":
+          if (Array.isArray(value) && this.draft !== "2020-12")
+            node.prefix = value.map((inner, i) => this.node(inner, `${here}/${i}`));
+          else if (Array.isArray(value))
+            this.fail(here, "items must be a schema in draft 2020-12 (use prefixItems for tuples)");
+          else node.items = this.node(value, here);
+          break;
+        case "prefixItems":
+          if (this.draft !== "2020-12") this.fail(here, "prefixItems is a draft 2020-12 keyword");
+          node.prefix = this.list(value, here);
+          break;
+        case "additionalItems":
+          if (this.draft === "2020-12") this.fail(here, "use items after prefixItems in 2020-12");
+          additionalItems = value;
+          break;
+        case "contains":
+          node.contains = this.node(value, here);
+          break;
+        case "properties":
+          for (const [name, inner] of this.entries(value, here))
+            node.properties.set(name, this.node(inner, `${here}/${pointerToken(name)}`));
+          break;
+        case "additionalProperties":
+          node.additional = this.node(value, here);
+          break;
+        case "propertyNames":
+          node.propertyNames = this.node(value, here);
+          break;
+        case "required":
+          node.required = this.strings(value, here);
+          break;
+        case "dependentRequired":
+          for (const [name, list] of this.entries(value, here))
+            node.dependentRequired.push([
+              name,
+              this.strings(list, `${here}/${pointerToken(name)}`),
+            ]);
+          break;
+        case "dependentSchemas":
+          for (const [name, inner] of this.entries(value, here))
+            node.dependentSchemas.push([name, this.node(inner, `${here}/${pointerToken(name)}`)]);
+          break;
+        case "dependencies":
+          for (const [name, inner] of this.entries(value, here)) {
+            const there = `${here}/${pointerToken(name)}`;
+            if (Array.isArray(inner))
+              node.dependentRequired.push([name, this.strings(inner, there)]);
+            else node.dependentSchemas.push([name, this.node(inner, there)]);
+          }
+          break;
+        case "allOf":
+        case "anyOf":
+        case "oneOf":
+          node[key] = this.list(value, here);
+          if (node[key].length === 0) this.fail(here, `${key} must not be empty`);
+          break;
+        case "not":
+          node.not = this.node(value, here);
+          break;
+        case "if":
+          node.condition = this.node(value, here);
+          break;
+        case "then":
+          node.whenTrue = this.node(value, here);
+          break;
+        case "else":
+          node.whenFalse = this.node(value, here);
+          break;
+        default:
+          this.fail(here, `unknown keyword ${JSON.stringify(key)}`);
+      }
+    }
+    if (additionalItems !== undefined && Array.isArray(raw.items))
+      node.items = this.node(additionalItems, `${at}/additionalItems`);
+    // then and else mean nothing without if.
+    if (node.condition === undefined) {
+      node.whenTrue = undefined;
+      node.whenFalse = undefined;
+    }
+    const has = (...values: unknown[]) => values.some((v) => v !== undefined);
+    node.groups =
+      (has(node.minLength, node.maxLength, node.format) ? STRING : 0) |
+      (has(
+        node.minimum,
+        node.maximum,
+        node.exclusiveMinimum,
+        node.exclusiveMaximum,
+        node.multipleOf,
+      )
+        ? NUMBER
+        : 0) |
+      (has(node.minItems, node.maxItems, node.items, node.contains, node.uniqueItems) ||
+      node.prefix.length > 0
+        ? ARRAY
+        : 0) |
+      (has(node.minProperties, node.maxProperties, node.additional, node.propertyNames) ||
+      node.required.length + node.properties.size > 0 ||
+      node.dependentRequired.length + node.dependentSchemas.length > 0
+        ? OBJECT
+        : 0) |
+      (has(node.ref, node.not, node.condition) ||
+      node.allOf.length + node.anyOf.length + node.oneOf.length > 0
+        ? APPLICATORS
+        : 0);
+  }
+
+  private resolve(ref: unknown, at: string): Node {
+    if (ref === "#") return this.node(this.root, "#");
+    if (typeof ref !== "string" || !ref.startsWith("#/"))
+      this.fail(at, `only local $ref ("#" or "#/...") can be resolved, not ${JSON.stringify(ref)}`);
+    let target: unknown = this.root;
+    for (const part of ref.slice(2).split("/")) {
+      let name: string;
+      try {
+        name = decodeURIComponent(part).replaceAll("~1", "/").replaceAll("~0", "~");
+      } catch {
+        this.fail(at, `$ref ${JSON.stringify(ref)} is not a valid JSON Pointer`);
+      }
+      if (typeof target !== "object" || target === null || !Object.hasOwn(target, name))
+        this.fail(at, `$ref ${JSON.stringify(ref)} points at nothing`);
+      target = (target as Record<string, unknown>)[name];
+    }
+    return this.node(target, ref);
+  }
+
+  private entries(value: unknown, at: string): [string, unknown][] {
+    if (!isPlainObject(value)) this.fail(at, "must be an object");
+    return Object.entries(value);
+  }
+
+  private list(value: unknown, at: string): Node[] {
+    if (!Array.isArray(value)) this.fail(at, "must be an array of schemas");
+    return value.map((inner, i) => this.node(inner, `${at}/${i}`));
+  }
+
+  private strings(value: unknown, at: string): string[] {
+    if (!Array.isArray(value) || value.some((s) => typeof s !== "string"))
+      this.fail(at, "must be an array of strings");
+    return value;
+  }
+
+  private number(value: unknown, at: string, positive: boolean): number {
+    if (typeof value !== "number" || !Number.isFinite(value) || (positive && value <= 0))
+      this.fail(at, `must be a ${positive ? "positive " : ""}number`);
+    return value;
+  }
+
+  /**
+   * Marks the subschemas with a single way to reach them from the root: each
+   * is applied at most once per value, so memoising its verdicts only costs.
+   */
+  private markOnce(root: Node): void {
+    const parents = new Map<Node, Node[]>();
+    for (const node of this.nodes)
+      for (const inner of [...sameValue(node), ...descents(node)])
+        if (inner !== undefined) parents.set(inner, [...(parents.get(inner) ?? []), node]);
+    const decided = new Map<Node, boolean>();
+    const once = (node: Node): boolean => {
+      const known = decided.get(node);
+      if (known !== undefined) return known;
+      decided.set(node, false); // a cycle has two ways in, or none from the root
+      const from = parents.get(node) ?? [];
+      const verdict =
+        node === root ? from.length === 0 : from.length === 1 && once(from[0] as Node);
+      decided.set(node, verdict);
+      return verdict;
+    };
+    for (const node of this.nodes) node.once = once(node);
+  }
+
+  /**
+   * Bounds the work: refuses a subschema that applies itself to the same value
+   * (a loop), and any shape of the arguments that more than `MAX_PER_VALUE`
+   * subschemas would apply to.
+   */
+  finish(root: Node): void {
+    const closures = new Map<Node, Set<Node>>();
+    const visiting = new Set<Node>();
+    const closure = (node: Node): Set<Node> => {
+      const known = closures.get(node);
+      if (known !== undefined) return known;
+      if (visiting.has(node))
+        this.fail(
+          node.at,
+          "the schema applies itself to the same value again without descending into it (a $ref loop)",
+        );
+      visiting.add(node);
+      const set = new Set<Node>([node]);
+      for (const inner of sameValue(node))
+        if (inner !== undefined) for (const n of closure(inner)) set.add(n);
+      visiting.delete(node);
+      closures.set(node, set);
+      return set;
+    };
+    const union = (pick: (node: Node) => readonly (Node | undefined)[], of: Set<Node>) => {
+      const set = new Set<Node>();
+      for (const node of of)
+        for (const inner of pick(node))
+          if (inner !== undefined) for (const n of closure(inner)) set.add(n);
+      return set;
+    };
+    const seen = new Set<string>();
+    const pending: Set<Node>[] = [];
+    const visit = (shape: Set<Node>) => {
+      if (shape.size === 0) return;
+      const key = [...shape]
+        .map((n) => n.id)
+        .sort((a, b) => a - b)
+        .join(",");
+      if (seen.has(key)) return;
+      if (shape.size > MAX_PER_VALUE) {
+        const first = [...shape][0] as Node;
+        this.fail(
+          first.at,
+          `up to ${shape.size} subschemas apply to one value, more than the ${MAX_PER_VALUE} that can be checked in bounded time; narrow anyOf/oneOf/allOf or $ref`,
+        );
+      }
+      seen.add(key);
+      if (seen.size > MAX_SHAPES) this.fail("#", "the schema is too complex to bound its cost");
+      pending.push(shape);
+    };
+    this.markOnce(root);
+    visit(closure(root));
+    while (pending.length > 0) {
+      const shape = pending.pop() as Set<Node>;
+      const names = new Set<string>();
+      let tuple = 0;
+      for (const node of shape) {
+        for (const name of node.properties.keys()) names.add(name);
+        tuple = Math.max(tuple, node.prefix.length);
+      }
+      for (const name of names)
+        visit(union((n) => [n.properties.get(name) ?? n.additional], shape));
+      visit(union((n) => [n.additional], shape));
+      visit(union((n) => [n.propertyNames], shape));
+      for (let i = 0; i < tuple; i++)
+        visit(union((n) => [n.prefix[i] ?? n.items, n.contains], shape));
+      visit(union((n) => [n.items, n.contains], shape));
     }
   }
-  return undefined;
+}
+
+/** The subschemas a subschema applies to the values below the one it checks. */
+function descents(node: Node): (Node | undefined)[] {
+  return [
+    ...node.properties.values(),
+    node.additional,
+    node.propertyNames,
+    ...node.prefix,
+    node.items,
+    node.contains,
+  ];
+}
+
+/** The subschemas a subschema applies to the very value it checks. */
+function sameValue(node: Node): (Node | undefined)[] {
+  return [
+    ...node.allOf,
+    ...node.anyOf,
+    ...node.oneOf,
+    node.not,
+    node.condition,
+    node.whenTrue,
+    node.whenFalse,
+    node.ref,
+    ...node.dependentSchemas.map(([, inner]) => inner),
+  ];
+}
+
+/** One value of the arguments, with what was learnt about it during one validation. */
+class Value {
+  /** Verdicts of the subschemas already checked against this value. */
+  /** Verdicts as `2 * node id + verdict` (-1: none): the first inline, the others in a list of at most `MAX_PER_VALUE`. */
+  first = -1;
+  memo: number[] | undefined;
+  keys: string[] | undefined;
+  items: Value[] | undefined;
+  members: Map<string, Value> | undefined;
+  names: Map<string, Value> | undefined;
+  canonical: number | undefined;
+  constructor(readonly raw: unknown) {}
+
+  child(key: string | number): Value {
+    if (typeof key === "number") {
+      this.items ??= [];
+      let found = this.items[key];
+      if (found === undefined) {
+        found = new Value((this.raw as unknown[])[key]);
+        this.items[key] = found;
+      }
+      return found;
+    }
+    this.members ??= new Map();
+    let found = this.members.get(key);
+    if (found === undefined) {
+      found = new Value((this.raw as Record<string, unknown>)[key]);
+      this.members.set(key, found);
+    }
+    return found;
+  }
+
+  name(key: string): Value {
+    this.names ??= new Map();
+    let found = this.names.get(key);
+    if (found === undefined) {
+      found = new Value(key);
+      this.names.set(key, found);
+    }
+    return found;
+  }
+
+  ownKeys(): string[] {
+    this.keys ??= Object.keys(this.raw as object);
+    return this.keys;
+  }
+}
+
+class Sink {
+  readonly out: ArgumentError[] = [];
+  private readonly seen = new Set<string>();
+  get full(): boolean {
+    return this.out.length >= MAX_ERRORS;
+  }
+  add(path: string, message: string): void {
+    const key = `${path}\n${message}`;
+    if (this.full || this.seen.has(key)) return;
+    this.seen.add(key);
+    this.out.push({ path, message });
+  }
+}
+
+/** One validation: verdicts are memoised per (subschema, value), so none is computed twice. */
+class Run {
+  private readonly canonicalIds = new Map<string, number>();
+  /** While errors are collected every verdict is kept: the same parts are asked again. */
+  private reporting = false;
+
+  valid(node: Node, value: Value): boolean {
+    if (node.bool !== undefined) return node.bool;
+    if (node.once && !this.reporting) return this.evaluate(node, value, "", undefined);
+    if (value.first >> 1 === node.id) return (value.first & 1) === 1;
+    const memo = value.memo;
+    if (memo !== undefined)
+      for (const entry of memo) if (entry >> 1 === node.id) return (entry & 1) === 1;
+    const verdict = this.evaluate(node, value, "", undefined);
+    const entry = node.id * 2 + (verdict ? 1 : 0);
+    if (value.first < 0) value.first = entry;
+    else {
+      value.memo ??= [];
+      value.memo.push(entry);
+    }
+    return verdict;
+  }
+
+  /** Says why `value` fails `node`, descending only into the parts that fail. */
+  report(node: Node, value: Value, path: string, sink: Sink): void {
+    this.reporting = true;
+    if (sink.full || this.valid(node, value)) return;
+    if (node.bool === false) sink.add(path, "no value is allowed here");
+    else this.evaluate(node, value, path, sink);
+  }
+
+  /** A failure: true when the caller should stop (always without a sink, else when it is full). */
+  private bad(sink: Sink | undefined, path: string, message: string): boolean {
+    if (sink === undefined) return true;
+    sink.add(path, message);
+    return sink.full;
+  }
+
+  /** Checks `value` (at `path`, or its `key` below `path`) against `next`; true to stop. */
+  private fails(
+    sink: Sink | undefined,
+    next: Node,
+    value: Value,
+    path: string,
+    key?: string | number,
+  ): boolean {
+    if (this.valid(next, value)) return false;
+    if (sink === undefined) return true;
+    this.report(
+      next,
+      value,
+      key === undefined ? path : `${path}/${pointerToken(String(key))}`,
+      sink,
+    );
+    return sink.full;
+  }
+
+  /**
+   * Checks `value` against `node`'s own keywords, cheapest first. Without a
+   * sink it stops at the first failure; with one it reports failures (the
+   * caller knows the value fails) until the sink is full.
+   */
+  private evaluate(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
+    const raw = value.raw;
+    if (node.types !== undefined && !hasSomeType(raw, node.types)) {
+      this.bad(sink, path, `must be of type ${node.types.join(" or ")}`);
+      return false;
+    }
+    if (node.constant !== undefined && !equal(raw, node.constant.value))
+      if (this.bad(sink, path, `must be ${JSON.stringify(node.constant.value)}`)) return false;
+    if (node.enumeration !== undefined && !isListed(raw, node.enumeration))
+      if (this.bad(sink, path, "must be one of the values listed in enum")) return false;
+    const groups = node.groups;
+    if (groups === 0) return true;
+    if (typeof raw === "string") {
+      if ((groups & STRING) === 0) return this.applicators(node, value, path, sink);
+      let sized = true;
+      if (node.maxLength !== undefined && tooLong(raw, node.maxLength)) {
+        sized = false;
+        if (this.bad(sink, path, `must be at most ${node.maxLength} characters long`)) return false;
+      }
+      if (node.minLength !== undefined && tooShort(raw, node.minLength)) {
+        sized = false;
+        if (this.bad(sink, path, `must be at least ${node.minLength} characters long`))
+          return false;
+      }
+      if (sized && node.format !== undefined && !node.format.test(raw))
+        if (this.bad(sink, path, `must be a valid ${node.format.name}`)) return false;
+    } else if (typeof raw === "number") {
+      if ((groups & NUMBER) === 0) return this.applicators(node, value, path, sink);
+      if (node.minimum !== undefined && raw < node.minimum)
+        if (this.bad(sink, path, `must be at least ${node.minimum}`)) return false;
+      if (node.maximum !== undefined && raw > node.maximum)
+        if (this.bad(sink, path, `must be at most ${node.maximum}`)) return false;
+      if (node.exclusiveMinimum !== undefined && raw <= node.exclusiveMinimum)
+        if (this.bad(sink, path, `must be greater than ${node.exclusiveMinimum}`)) return false;
+      if (node.exclusiveMaximum !== undefined && raw >= node.exclusiveMaximum)
+        if (this.bad(sink, path, `must be less than ${node.exclusiveMaximum}`)) return false;
+      if (node.multipleOf !== undefined && !isMultiple(raw, node.multipleOf))
+        if (this.bad(sink, path, `must be a multiple of ${node.multipleOf}`)) return false;
+    } else if (Array.isArray(raw)) {
+      if ((groups & ARRAY) !== 0 && !this.array(node, value, raw, path, sink)) return false;
+    } else if (isObject(raw)) {
+      if ((groups & OBJECT) !== 0 && !this.object(node, value, raw, path, sink)) return false;
+    }
+    return this.applicators(node, value, path, sink);
+  }
+
+  private applicators(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
+    if ((node.groups & APPLICATORS) === 0) return true;
+    for (const next of node.allOf) if (this.fails(sink, next, value, path)) return false;
+    if (node.ref !== undefined && this.fails(sink, node.ref, value, path)) return false;
+    if (node.anyOf.length > 0 && !this.anyValid(node.anyOf, value))
+      if (this.bad(sink, path, "must match at least one schema of anyOf")) return false;
+    if (node.oneOf.length > 0) {
+      let matched = 0;
+      for (const next of node.oneOf) if (this.valid(next, value) && ++matched > 1) break;
+      if (matched !== 1) {
+        const how = matched === 0 ? "none" : "several";
+        if (this.bad(sink, path, `must match exactly one schema of oneOf, not ${how}`))
+          return false;
+      }
+    }
+    if (node.not !== undefined && this.valid(node.not, value))
+      if (this.bad(sink, path, "must not match the schema under not")) return false;
+    if (node.condition !== undefined) {
+      const branch = this.valid(node.condition, value) ? node.whenTrue : node.whenFalse;
+      if (branch !== undefined && this.fails(sink, branch, value, path)) return false;
+    }
+    return true;
+  }
+
+  private anyValid(nodes: readonly Node[], value: Value): boolean {
+    for (const next of nodes) if (this.valid(next, value)) return true;
+    return false;
+  }
+
+  private array(
+    node: Node,
+    value: Value,
+    raw: unknown[],
+    path: string,
+    sink: Sink | undefined,
+  ): boolean {
+    const length = raw.length;
+    let sized = true;
+    if (node.maxItems !== undefined && length > node.maxItems) {
+      sized = false;
+      if (this.bad(sink, path, `must have at most ${node.maxItems} items`)) return false;
+    }
+    if (node.minItems !== undefined && length < node.minItems) {
+      sized = false;
+      if (this.bad(sink, path, `must have at least ${node.minItems} items`)) return false;
+    }
+    // Past a failed bound the items are not worth checking (nor comparing).
+    if (!sized) return true;
+    if (node.prefix.length > 0 || node.items !== undefined) {
+      for (let i = 0; i < length; i++) {
+        const next = i < node.prefix.length ? node.prefix[i] : node.items;
+        if (next !== undefined && this.fails(sink, next, value.child(i), path, i)) return false;
+      }
+    }
+    if (node.contains !== undefined) {
+      const min = node.minContains ?? 1;
+      const max = node.maxContains ?? Number.POSITIVE_INFINITY;
+      let count = 0;
+      for (let i = 0; i < length && count <= max; i++) {
+        if (this.valid(node.contains, value.child(i))) count++;
+        if (count >= min && max === Number.POSITIVE_INFINITY) break;
+      }
+      if (count < min && this.bad(sink, path, `must contain at least ${min} matching item(s)`))
+        return false;
+      if (count > max && this.bad(sink, path, `must contain at most ${max} matching item(s)`))
+        return false;
+    }
+    if (node.uniqueItems === true && length > 1) {
+      const first = new Map<number, number>();
+      for (let i = 0; i < length; i++) {
+        const id = this.canonical(value.child(i));
+        const earlier = first.get(id);
+        if (earlier !== undefined) {
+          const message = `must have unique items (items ${earlier} and ${i} are equal)`;
+          if (this.bad(sink, path, message)) return false;
+          break;
+        }
+        first.set(id, i);
+      }
+    }
+    return true;
+  }
+
+  private object(
+    node: Node,
+    value: Value,
+    raw: Record<string, unknown>,
+    path: string,
+    sink: Sink | undefined,
+  ): boolean {
+    if (node.maxProperties !== undefined || node.minProperties !== undefined) {
+      const count = value.ownKeys().length;
+      if (node.maxProperties !== undefined && count > node.maxProperties)
+        if (this.bad(sink, path, `must have at most ${node.maxProperties} properties`))
+          return false;
+      if (node.minProperties !== undefined && count < node.minProperties)
+        if (this.bad(sink, path, `must have at least ${node.minProperties} properties`))
+          return false;
+    }
+    for (const key of node.required)
+      if (!Object.hasOwn(raw, key))
+        if (this.bad(sink, path, `the property ${JSON.stringify(key)} is required`)) return false;
+    for (const [key, needed] of node.dependentRequired) {
+      if (!Object.hasOwn(raw, key)) continue;
+      for (const other of needed)
+        if (!Object.hasOwn(raw, other)) {
+          const message = `the property ${JSON.stringify(other)} is required with ${JSON.stringify(key)}`;
+          if (this.bad(sink, path, message)) return false;
+        }
+    }
+    const additional = node.additional;
+    if (additional === undefined) {
+      // Only the declared properties to look at: no walk over the client's keys.
+      for (const [key, next] of node.properties)
+        if (Object.hasOwn(raw, key) && this.fails(sink, next, value.child(key), path, key))
+          return false;
+    } else {
+      for (const key of value.ownKeys()) {
+        const declared = node.properties.get(key);
+        const next = declared ?? additional;
+        if (declared === undefined && next.bool === false) {
+          const at = `${path}/${pointerToken(key)}`;
+          if (this.bad(sink, at, "the property is not allowed")) return false;
+        } else if (this.fails(sink, next, value.child(key), path, key)) return false;
+      }
+    }
+    if (node.propertyNames !== undefined) {
+      for (const key of value.ownKeys())
+        if (this.fails(sink, node.propertyNames, value.name(key), path, key)) return false;
+    }
+    for (const [key, next] of node.dependentSchemas)
+      if (Object.hasOwn(raw, key) && this.fails(sink, next, value, path)) return false;
+    return true;
+  }
+
+  /**
+   * A number naming the value's canonical JSON (keys sorted), built from its
+   * children's numbers so that each part of the arguments is serialised once.
+   */
+  private canonical(value: Value): number {
+    if (value.canonical !== undefined) return value.canonical;
+    const raw = value.raw;
+    let text: string;
+    if (Array.isArray(raw)) {
+      const parts: number[] = [];
+      for (let i = 0; i < raw.length; i++) parts.push(this.canonical(value.child(i)));
+      text = `[${parts.join(",")}]`;
+    } else if (isObject(raw)) {
+      const keys = [...value.ownKeys()].sort();
+      text = `{${keys.map((key) => `${JSON.stringify(key)}:${this.canonical(value.child(key))}`).join(",")}}`;
+    } else text = typeof raw === "string" ? JSON.stringify(raw) : String(raw);
+    let id = this.canonicalIds.get(text);
+    if (id === undefined) {
+      id = this.canonicalIds.size;
+      this.canonicalIds.set(text, id);
+    }
+    value.canonical = id;
+    return id;
+  }
+}
+
+function hasSomeType(raw: unknown, types: readonly string[]): boolean {
+  for (const type of types) if (hasType(raw, type)) return true;
+  return false;
+}
+
+function isListed(raw: unknown, values: readonly unknown[]): boolean {
+  for (const listed of values) if (equal(raw, listed)) return true;
+  return false;
+}
+
+function hasType(raw: unknown, type: string): boolean {
+  switch (type) {
+    case "null":
+      return raw === null;
+    case "integer":
+      return Number.isInteger(raw);
+    case "array":
+      return Array.isArray(raw);
+    case "object":
+      return isObject(raw);
+    default:
+      return typeof raw === type;
+  }
+}
+
+/** JSON Schema counts code points: a UTF-16 length over twice the bound cannot fit. */
+function tooLong(value: string, max: number): boolean {
+  if (value.length <= max) return false;
+  if (value.length > 2 * max) return true;
+  return codePoints(value) > max;
+}
+
+function tooShort(value: string, min: number): boolean {
+  if (value.length < min) return true;
+  if (value.length >= 2 * min) return false;
+  return codePoints(value) < min;
+}
+
+function codePoints(value: string): number {
+  let count = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff || i === 0) count++;
+    else {
+      const previous = value.charCodeAt(i - 1);
+      if (previous < 0xd800 || previous > 0xdbff) count++;
+    }
+  }
+  return count;
+}
+
+function isMultiple(value: number, of: number): boolean {
+  const quotient = value / of;
+  if (Number.isInteger(quotient)) return true;
+  if (!Number.isFinite(quotient)) return false;
+  // Decimal steps (0.01) are not exact in binary: allow the rounding error.
+  return Math.abs(quotient - Math.round(quotient)) < 1e-9;
+}
+
+/** Deep equality with a schema's constant; its cost is bounded by the constant's size. */
+function equal(value: unknown, constant: unknown): boolean {
+  if (value === constant) return true;
+  if (typeof value !== "object" || typeof constant !== "object") return false;
+  if (value === null || constant === null) return false;
+  if (Array.isArray(constant)) {
+    if (!Array.isArray(value) || value.length !== constant.length) return false;
+    return constant.every((item, i) => equal(value[i], item));
+  }
+  if (Array.isArray(value)) return false;
+  const keys = Object.keys(constant);
+  if (Object.keys(value).length !== keys.length) return false;
+  return keys.every(
+    (key) =>
+      Object.hasOwn(value, key) &&
+      equal((value as Record<string, unknown>)[key], (constant as Record<string, unknown>)[key]),
+  );
+}
+
+function pointerToken(key: string): string {
+  return key.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+function findPoisonedKey(value: unknown): ArgumentError | undefined {
+  // The path is kept as a stack and written out only for the answer.
+  const trail: (string | number)[] = [];
+  const at = () => trail.map((key) => `/${pointerToken(String(key))}`).join("");
+  const walk = (inner: unknown, depth: number): ArgumentError | undefined => {
+    if (depth > MAX_DEPTH) return { path: at(), message: `nested deeper than ${MAX_DEPTH} levels` };
+    if (Array.isArray(inner)) {
+      for (let i = 0; i < inner.length; i++) {
+        trail.push(i);
+        const found = walk(inner[i], depth + 1);
+        if (found !== undefined) return found;
+        trail.pop();
+      }
+    } else if (typeof inner === "object" && inner !== null) {
+      for (const key of Object.keys(inner)) {
+        trail.push(key);
+        if (POISONED.has(key)) return { path: at(), message: `the key ${key} is not allowed` };
+        const found = walk((inner as Record<string, unknown>)[key], depth + 1);
+        if (found !== undefined) return found;
+        trail.pop();
+      }
+    }
+    return undefined;
+  };
+  return walk(value, 0);
 }
 
 function inspect(where: string, node: unknown, depth: number): void {
@@ -117,8 +1045,12 @@ function inspect(where: string, node: unknown, depth: number): void {
   }
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  if (!isObject(value)) return false;
   const proto = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
 }

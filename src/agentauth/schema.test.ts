@@ -1,0 +1,320 @@
+import { describe, expect, it } from "vitest";
+import { InvalidOptionsError } from "../core/errors.ts";
+import { CapabilityRegistry } from "./capabilities.ts";
+import { compileSchema } from "./schema.ts";
+
+const KIB64 = 64 * 1024;
+const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  type: "object",
+  properties,
+  ...extra,
+});
+const verdict = (schema: unknown, value: unknown) =>
+  compileSchema("test", schema)(value).length === 0 ? "valid" : "invalid";
+
+describe("input schemas: adversarial arguments are checked in linear time", () => {
+  it("answers a 40-byte near-URL under format url at once (the issue's verdict; a generous bound)", () => {
+    // The old validator's url expression took seconds here, about four times more per two bytes.
+    const check = compileSchema(
+      "test",
+      object({ u: { type: "string", format: "url", maxLength: 64 } }),
+    );
+    const u = `http://${"a".repeat(32)}_`;
+    expect(u).toHaveLength(40);
+    const started = performance.now();
+    const errors = check({ u });
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(errors).toEqual([{ path: "/u", message: "must be a valid url" }]);
+  });
+
+  it("gives verdicts on 64 KiB near-URLs, near-URIs and near-emails", () => {
+    const a = "a".repeat(KIB64);
+    const cases: [string, string, "valid" | "invalid"][] = [
+      ["url", `http://${a}_`, "invalid"],
+      ["url", `http://${a}.com/`, "valid"],
+      ["url", `https://${"a-".repeat(KIB64 / 2)}.com`, "invalid"],
+      ["url", `http://example.com/${"%".repeat(KIB64)}`, "valid"],
+      ["url", `http://example.com/${"a".repeat(KIB64)} `, "invalid"],
+      ["uri", `http://${a}`, "valid"],
+      ["uri", `http://${"%a".repeat(KIB64 / 2)}`, "invalid"],
+      ["uri", `x:${"/a".repeat(KIB64 / 2)}?${"?".repeat(100)}#${"@".repeat(100)}`, "valid"],
+      ["uri", `${a}`, "invalid"],
+      ["uri", `http://[${"1:".repeat(KIB64 / 2)}]/`, "invalid"],
+      ["email", `${a}@example.com`, "invalid"],
+      ["email", `a@${"a.".repeat(KIB64 / 2)}`, "invalid"],
+      ["email", `${"a.".repeat(30)}a@example.com`, "valid"],
+      ["email", `${"!".repeat(60)}@${"a.".repeat(60)}com`, "valid"],
+      ["hostname", `${"a.".repeat(KIB64 / 2)}a`, "invalid"],
+      ["date-time", `2026-01-01T00:00:00.${"1".repeat(KIB64)}Z`, "valid"],
+      ["date-time", `2026-01-01T00:00:00.${"1".repeat(KIB64)}`, "invalid"],
+      ["ipv6", "1:".repeat(KIB64 / 2), "invalid"],
+      ["uuid", "0".repeat(KIB64), "invalid"],
+    ];
+    for (const [format, value, expected] of cases)
+      expect(verdict({ type: "string", format }, value), `${format} ${value.slice(0, 40)}`).toBe(
+        expected,
+      );
+  });
+
+  it("checks maxItems before uniqueItems: many near-duplicate items fail on the count alone", () => {
+    const items = Array.from({ length: 4000 }, (_, i) => ({ k: "x".repeat(12), i }));
+    const bounded = compileSchema("test", { type: "array", maxItems: 10, uniqueItems: true });
+    expect(bounded(items)).toEqual([{ path: "", message: "must have at most 10 items" }]);
+    const unbounded = compileSchema("test", { type: "array", uniqueItems: true });
+    expect(unbounded(items)).toEqual([]);
+    expect(unbounded([...items, { i: 0, k: "x".repeat(12) }])).toEqual([
+      { path: "", message: "must have unique items (items 0 and 4000 are equal)" },
+    ]);
+  });
+
+  it("compares items as JSON values for uniqueItems", () => {
+    const unique = { type: "array", uniqueItems: true };
+    expect(
+      verdict(unique, [
+        { a: 1, b: [2] },
+        { b: [2], a: 1 },
+      ]),
+    ).toBe("invalid");
+    expect(verdict(unique, [1, "1", [1], { 1: 1 }, null, "null", true, "true"])).toBe("valid");
+    expect(verdict(unique, [0, -0])).toBe("invalid");
+    expect(
+      verdict(unique, [
+        [1, 2],
+        [2, 1],
+      ]),
+    ).toBe("valid");
+  });
+
+  it("checks each subschema once per value, however $ref and oneOf recurse", () => {
+    // Both branches descend before one fails: without memoised verdicts, 2^31 checks.
+    const schema = {
+      $defs: {
+        t: {
+          oneOf: [
+            { type: "array", items: { $ref: "#/$defs/t" } },
+            { type: "array", items: { $ref: "#/$defs/t" }, not: { maxItems: 4 } },
+          ],
+        },
+      },
+      $ref: "#/$defs/t",
+    };
+    let deep: unknown = [];
+    for (let i = 0; i < 31; i++) deep = [deep];
+    expect(verdict(schema, deep)).toBe("valid");
+    let wrong: unknown = [7];
+    for (let i = 0; i < 30; i++) wrong = [wrong];
+    expect(verdict(schema, wrong)).toBe("invalid");
+    let tooDeep: unknown = [];
+    for (let i = 0; i < 40; i++) tooDeep = [tooDeep];
+    expect(compileSchema("test", schema)(tooDeep)[0]?.message).toBe("nested deeper than 32 levels");
+  });
+
+  it("reports at most 20 errors, each {path, message}, for a body full of wrong values", () => {
+    const check = compileSchema("test", {
+      type: "array",
+      items: { type: "string", format: "email" },
+    });
+    const errors = check(Array.from({ length: 10_000 }, (_, i) => `user${i}@`));
+    expect(errors).toHaveLength(20);
+    expect(errors[3]).toEqual({ path: "/3", message: "must be a valid email" });
+  });
+});
+
+describe("input schemas: what is refused when the registry is built", () => {
+  const refused: [string, unknown, string][] = [
+    [
+      "a catastrophic pattern",
+      object({ s: { type: "string", pattern: "^(a+)+$" } }),
+      "pattern is not supported",
+    ],
+    [
+      "patternProperties",
+      { patternProperties: { "^x": true } },
+      "patternProperties is not supported",
+    ],
+    [
+      "a format not checked in linear time",
+      object({ s: { format: "idn-email" } }),
+      'format "idn-email" cannot be checked',
+    ],
+    ["an unknown keyword", object({ s: { maxlength: 3 } }), 'unknown keyword "maxlength"'],
+    [
+      "a $ref loop on the same value",
+      { $defs: { a: { allOf: [{ $ref: "#/$defs/a" }] } }, $ref: "#/$defs/a" },
+      "a $ref loop",
+    ],
+    ["a $ref to nothing", { $ref: "#/$defs/none" }, "points at nothing"],
+    ["an anchor", { $defs: { a: { $anchor: "x" } } }, "$anchor is not supported"],
+    ["unevaluatedProperties", { unevaluatedProperties: false }, "use additionalProperties"],
+    [
+      "too many subschemas on one value",
+      { anyOf: Array.from({ length: 16 }, (_, i) => ({ const: i })) },
+      "more than the 16 that can be checked",
+    ],
+  ];
+  for (const [what, schema, message] of refused)
+    it(`refuses ${what}`, () => {
+      const build = () =>
+        new CapabilityRegistry([
+          { name: "c", description: "C.", input: schema as never, handler: () => 1 },
+        ]);
+      expect(build).toThrow(InvalidOptionsError);
+      expect(build).toThrow(message);
+      expect(build).toThrow('capability "c" input');
+    });
+
+  it("publishes an output schema whatever its keywords (it is never run)", () => {
+    const registry = new CapabilityRegistry([
+      {
+        name: "c",
+        description: "C.",
+        output: { type: "string", pattern: "^a+$", format: "idn-email" },
+        handler: () => 1,
+      },
+    ]);
+    expect(registry.get("c")?.output).toMatchObject({ pattern: "^a+$" });
+  });
+});
+
+describe("input schemas: keywords", () => {
+  it("apply as JSON Schema says", () => {
+    const conditional = JSON.parse(
+      '{"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"minimum": 5}}',
+    );
+    const cases: [unknown, unknown, "valid" | "invalid"][] = [
+      [object({ a: { type: "integer" } }, { required: ["a"] }), {}, "invalid"],
+      [object({ a: true }, { additionalProperties: false }), { a: 1, b: 2 }, "invalid"],
+      [object({ a: true }, { additionalProperties: false }), { a: 1 }, "valid"],
+      [{ enum: ["x", { y: [1] }] }, { y: [1] }, "valid"],
+      [{ const: { y: [1] } }, { y: [1, 2] }, "invalid"],
+      [{ oneOf: [{ type: "integer" }, { type: "number" }] }, 1, "invalid"],
+      [{ oneOf: [{ type: "integer" }, { type: "number" }] }, 1.5, "valid"],
+      [conditional, "a", "invalid"],
+      [conditional, 4, "invalid"],
+      [conditional, 6, "valid"],
+      [{ type: "string", maxLength: 2 }, "😀😀", "valid"],
+      [{ type: "string", minLength: 3 }, "😀😀", "invalid"],
+      [{ multipleOf: 0.01 }, 0.07, "valid"],
+      [{ multipleOf: 0.01 }, 0.075, "invalid"],
+      [{ not: { type: "null" } }, null, "invalid"],
+      [{ type: "array", contains: { const: 1 }, maxContains: 1 }, [1, 1], "invalid"],
+      [{ type: "array", prefixItems: [{ type: "string" }], items: false }, ["a", 1], "invalid"],
+      [{ propertyNames: { maxLength: 2 } }, { abc: 1 }, "invalid"],
+      [{ dependentRequired: { a: ["b"] } }, { a: 1 }, "invalid"],
+      [
+        {
+          $schema: "http://json-schema.org/draft-07/schema#",
+          items: [{ type: "string" }],
+          additionalItems: false,
+        },
+        ["a", "b"],
+        "invalid",
+      ],
+      [
+        { $schema: "http://json-schema.org/draft-04/schema#", maximum: 5, exclusiveMaximum: true },
+        5,
+        "invalid",
+      ],
+      [{ type: "string", format: "date-time" }, "2024-02-29T12:00:00+01:00", "valid"],
+      [{ type: "string", format: "date" }, "2023-02-29", "invalid"],
+      [{ type: "string", format: "ipv6" }, "::ffff:192.0.2.1", "valid"],
+      [{ type: "string", format: "ipv4" }, "192.168.01.1", "invalid"],
+      [{ type: "string", format: "url" }, "http://192.168.1.1/", "invalid"],
+      [{ type: "string", format: "url" }, "https://user:pw@example.org:8443/a?b#c", "valid"],
+      [{ type: "string", format: "uuid" }, "123e4567-e89b-12d3-a456-426614174000", "valid"],
+    ];
+    for (const [schema, value, expected] of cases)
+      expect(verdict(schema, value), `${JSON.stringify(schema)} ${JSON.stringify(value)}`).toBe(
+        expected,
+      );
+  });
+
+  it("say where and why a value fails", () => {
+    const check = compileSchema(
+      "test",
+      object(
+        { n: { type: "integer", minimum: 1 }, tags: { type: "array", items: { type: "string" } } },
+        { required: ["n"], additionalProperties: false },
+      ),
+    );
+    expect(check({ n: 0, tags: ["a", 2], "x/y": 1 })).toEqual([
+      { path: "/n", message: "must be at least 1" },
+      { path: "/tags/1", message: "must be of type string" },
+      { path: "/x~1y", message: "the property is not allowed" },
+    ]);
+  });
+
+  it("check formats by their definitions", () => {
+    const cases: [string, string, boolean][] = [
+      ["ipv6", "::", true],
+      ["ipv6", "::1", true],
+      ["ipv6", "1::", true],
+      ["ipv6", "1:2:3:4:5:6:7:8", true],
+      ["ipv6", "1:2:3:4:5:6:7::", true],
+      ["ipv6", "1:2:3:4:5:6:7:8:9", false],
+      ["ipv6", "1::2::3", false],
+      ["ipv6", ":1", false],
+      ["ipv6", "1:", false],
+      ["ipv6", "12345::", false],
+      ["ipv6", "1:2:3:4:5:6:1.2.3.4", true],
+      ["ipv6", "1:2:3:4:5:1.2.3.4", false],
+      ["ipv6", "fe80::1:2.3.4.5", true],
+      ["ipv6", "g::", false],
+      ["ipv4", "0.0.0.0", true],
+      ["ipv4", "255.255.255.255", true],
+      ["ipv4", "256.1.1.1", false],
+      ["ipv4", "1.2.3", false],
+      ["ipv4", "1.2.3.4.", false],
+      ["ipv4", "1.2.3.4.5", false],
+      ["uri", "https://example.com", true],
+      ["uri", "urn:isbn:0451450523", true],
+      ["uri", "http://[::1]:8080/x?y#z", true],
+      ["uri", "http://a b", false],
+      ["uri", "/relative", false],
+      ["uri", "http://x:99a/", false],
+      ["uri", "mailto:a@b.c", true],
+      ["uri", "http://u@h@x/", false],
+      ["uri", "http://%zz", false],
+      ["url", "http://example.com", true],
+      ["url", "http://localhost/", false],
+      ["url", "http://10.0.0.1/", false],
+      ["url", "http://8.8.8.8:80/a", true],
+      ["url", "ftp://example.com", false],
+      ["url", "http://exa mple.com", false],
+      ["url", "http://a..com", false],
+      ["url", "http://-a.com", false],
+      ["url", "http://a-.com", false],
+      ["url", "https://bücher.de/", true],
+      ["url", "http://example.com:1/", false],
+      ["url", "http://@example.com", false],
+      ["email", "a@b.co", true],
+      ["email", "a.b@c", true],
+      ["email", ".a@b", false],
+      ["email", "a..b@c", false],
+      ["email", "a@[1.2.3.4]", true],
+      ["email", "a@b@c", false],
+      ["email", "@b", false],
+      ["email", "a@", false],
+      ["hostname", "a", true],
+      ["hostname", "a-b.c", true],
+      ["hostname", "-a", false],
+      ["hostname", "a.", false],
+      ["hostname", "a".repeat(64), false],
+      ["date-time", "2024-01-01T00:00:00Z", true],
+      ["date-time", "2024-01-01t00:00:00.5+05:30", true],
+      ["date-time", "2024-01-01T24:00:00Z", false],
+      ["date-time", "2024-01-01T00:00:00", false],
+      ["date-time", "2024-01-01T00:00:00.Z", false],
+      ["date", "2024-13-01", false],
+      ["date", "2000-02-29", true],
+      ["date", "1900-02-29", false],
+      ["time", "23:59:60Z", true],
+      ["time", "1:00:00Z", false],
+      ["uuid", "123e4567-e89b-12d3-a456-42661417400g", false],
+    ];
+    for (const [format, value, valid] of cases)
+      expect(verdict({ type: "string", format }, value), `${format} ${value}`).toBe(
+        valid ? "valid" : "invalid",
+      );
+  });
+});
