@@ -8,6 +8,7 @@ import { agentFailure, openRequestSession, refuseAgent } from "./resolve-session
 import type { AgentRuntime } from "./runtime.ts";
 import {
   type AgentDenial,
+  type AgentSession,
   bearerToken,
   INVALID_TOKEN,
   type OpenedSession,
@@ -94,26 +95,26 @@ async function dispatch(
   maxBodyBytes: number,
 ): Promise<Response> {
   const body = await readBody(request, maxBodyBytes);
-  if (body instanceof Response) {
-    const { principalId, grantId } = opened.session;
-    runtime.emit({ type: "execute.denied", error: "invalid_request", principalId, grantId });
-    return body;
-  }
+  if (body instanceof Response) return refusedBody(runtime, opened.session, body);
   const chosen = chooseCapability(runtime, opened, body.capability);
   if ("error" in chosen) return refuseAgent(runtime, chosen, runtime.urls.execute);
-  const errors = chosen.capability.check(body.arguments);
-  if (errors.length > 0)
-    return refuseAgent(
-      runtime,
-      {
-        ...denied(opened, body.capability),
-        error: "invalid_request",
-        message: "the arguments do not match the input schema",
-        extra: { errors },
-      },
-      runtime.urls.execute,
-    );
+  const invalid = checkArguments(chosen, body, opened.session);
+  if (invalid !== undefined) return refuseAgent(runtime, invalid, runtime.urls.execute);
   return runCapability(runtime, request, chosen, body.arguments, opened);
+}
+
+/** The ids a refusal of `capability` for this session is told with. */
+function refusalContext(session: AgentSession, capability?: string) {
+  return {
+    principalId: session.principalId,
+    grantId: session.grantId,
+    ...(capability === undefined ? {} : { capability }),
+  };
+}
+
+function refusedBody(runtime: AgentRuntime, session: AgentSession, answer: Response): Response {
+  runtime.emit({ type: "execute.denied", error: "invalid_request", ...refusalContext(session) });
+  return answer;
 }
 
 interface Dispatchable {
@@ -127,7 +128,7 @@ function chooseCapability(
   { session, grant }: OpenedSession,
   name: string,
 ): Dispatchable | AgentDenial {
-  const context = { principalId: session.principalId, grantId: session.grantId, capability: name };
+  const context = refusalContext(session, name);
   const capability = runtime.registry.get(name);
   if (capability === undefined)
     return { ...context, error: "capability_not_found", message: "no capability has this name" };
@@ -153,8 +154,20 @@ function chooseCapability(
   return { capability, handler };
 }
 
-function denied(opened: OpenedSession, capability: string) {
-  return { principalId: opened.session.principalId, grantId: opened.session.grantId, capability };
+/** The arguments against the capability's input schema. */
+function checkArguments(
+  { capability }: Dispatchable,
+  body: ExecuteBody,
+  session: AgentSession,
+): AgentDenial | undefined {
+  const errors = capability.check(body.arguments);
+  if (errors.length === 0) return undefined;
+  return {
+    ...refusalContext(session, capability.name),
+    error: "invalid_request",
+    message: "the arguments do not match the input schema",
+    extra: { errors },
+  };
 }
 
 /** Calls the handler, telling listeners the outcome and how long it took. */
