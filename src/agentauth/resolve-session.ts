@@ -15,6 +15,7 @@ import {
   emitDenial,
   isDenial,
   type OpenedSession,
+  type OpenSessionSteps,
   openAgentSession,
   TOKEN_REQUIRED,
 } from "./session.ts";
@@ -61,10 +62,11 @@ export async function openRequestSession(
   request: Request,
   token: string,
   audience: string,
+  steps: OpenSessionSteps = {},
 ): Promise<OpenedSession | Response> {
   let opened: OpenedSession | AgentDenial;
   try {
-    opened = await openAgentSession(runtime, token, audience);
+    opened = await openAgentSession(runtime, token, audience, steps);
   } catch (error) {
     return agentFailure(runtime, error, request);
   }
