@@ -425,6 +425,43 @@ describe("an agent, end to end over the socket", () => {
     expect((await execute(tokens.access_token, "read_notes")).status).toBe(200);
   });
 
+  it("refuses a revoked grant's tokens at the location as at execute: same answer, same event", async () => {
+    const { config, tokens } = await approvedAgent(
+      "export_notes read_notes",
+      OTHER_ID,
+      OTHER_SECRET,
+    );
+    const located = await oidc.clientCredentialsGrant(config, {
+      resource: `${issuer}/files/export`,
+    });
+    for (const grant of await agents.grantsApprovedBy("alice"))
+      if (grant.principalId === OTHER_ID && grant.status === "active")
+        await agents.revoke(grant.grantId);
+    const before = events.length;
+    const atExecute = await execute(tokens.access_token, "read_notes");
+    const atLocation = await fetch(`${issuer}/files/export`, {
+      headers: { authorization: `Bearer ${located.access_token}` },
+    });
+    const refused = { error: "grant_revoked", message: "the grant was revoked" };
+    expect([atExecute.status, atExecute.body]).toEqual([403, refused]);
+    expect([atLocation.status, await atLocation.json()]).toEqual([403, refused]);
+    const denied = events.slice(before);
+    expect(denied).toEqual([
+      expect.objectContaining({
+        type: "execute.denied",
+        error: "grant_revoked",
+        principalId: OTHER_ID,
+      }),
+      expect.objectContaining({
+        type: "execute.denied",
+        error: "grant_revoked",
+        principalId: OTHER_ID,
+        location: `${issuer}/files/export`,
+      }),
+    ]);
+    expect(denied[0]).not.toHaveProperty("location");
+  });
+
   it("builds discovery URLs from the issuer, never from Host or X-Forwarded-*", async () => {
     const spoofed = await fetch(`${issuer}/.well-known/agent-configuration`, {
       headers: {

@@ -42,6 +42,8 @@ export type AgentEvent =
       readonly principalId?: string;
       readonly grantId?: string;
       readonly capability?: string;
+      /** The capability location the token was presented at; absent at the execute URL. */
+      readonly location?: string;
     };
 
 export type AgentEventListener = (event: AgentEvent) => void;

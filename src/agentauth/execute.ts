@@ -1,14 +1,22 @@
 import { readRequestBody } from "../core/body.ts";
-import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { reportError } from "../core/problem.ts";
-import { effectiveStatus } from "./grants.ts";
-import { consumeTokenId } from "./replay.ts";
+import type { Capability, CapabilityHandler } from "./capabilities.ts";
+import { agentFailure, openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime } from "./runtime.ts";
-import type { AgentSession } from "./session.ts";
-import type { CapabilityClaims } from "./token.ts";
-import { type AgentErrorCode, agentChallenges, agentError } from "./wire.ts";
+import {
+  type AgentDenial,
+  type AgentSession,
+  bearerToken,
+  INVALID_TOKEN,
+  type OpenedSession,
+  TOKEN_REQUIRED,
+} from "./session.ts";
+import { agentError } from "./wire.ts";
+
+export { bearerToken } from "./session.ts";
 
 /**
  * Options of `executeHandler`. With `agentAuth`, set `maxBodyBytes` there.
@@ -30,148 +38,169 @@ export interface ExecuteOptions {
   readonly maxBodyBytes?: number;
 }
 
-const BEARER = /^bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
-
-/** The bearer token of `Authorization`, `null` when none is presented, `undefined` when malformed. */
-export function bearerToken(request: Request): string | null | undefined {
-  const header = request.headers.get("authorization");
-  if (header === null || !/^bearer(?: |$)/i.test(header)) return null;
-  return BEARER.exec(header)?.[1];
-}
-
 /**
  * `POST {execute}` with `{"capability", "arguments"}` and a capability token:
- * verify the token, consume its `jti` (a replay is refused), load the grant,
- * require it active and unexpired and the capability in token ∩ grant,
- * validate the arguments, then call the handler with an `AgentSession` whose
- * `capabilities` is exactly that intersection. `200 {"data": ...}`.
+ * open the agent session (`openAgentSession`: verify the token, consume its
+ * `jti`, load the grant, require it the agent's, active and unexpired), then
+ * read the body, require the capability in token ∩ grant, validate the
+ * arguments, and call the handler with that session, whose `capabilities` is
+ * exactly the intersection. `200 {"data": ...}`.
  */
 export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = {}): Handler {
+  const maxBodyBytes = checkedMaxBodyBytes(options);
+  return async (request) => {
+    if (request.method !== "POST") return postOnly();
+    const token = presentedToken(runtime, request);
+    if (token instanceof Response) return token;
+    const opened = await openRequestSession(runtime, request, token, runtime.urls.execute);
+    if (opened instanceof Response) return opened;
+    try {
+      return await dispatch(runtime, request, opened, maxBodyBytes);
+    } catch (error) {
+      return agentFailure(runtime, error, request);
+    }
+  };
+}
+
+function checkedMaxBodyBytes(options: ExecuteOptions): number {
   rejectUnknownKeys("executeHandler", options, ["maxBodyBytes"]);
   const maxBodyBytes = options.maxBodyBytes ?? 65_536;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 256)
     throw new InvalidOptionsError(
       "executeHandler: maxBodyBytes must be a whole number, 256 or more",
     );
-  const { urls, tokens, registry } = runtime;
+  return maxBodyBytes;
+}
 
-  const deny = (
-    error: AgentErrorCode,
-    message: string,
-    context: { principalId?: string; grantId?: string; capability?: string } = {},
-    extra?: Record<string, unknown>,
-  ): Response => {
-    runtime.emit({ type: "execute.denied", error, ...context });
-    const unauthorized = error === "authentication_required" || error === "invalid_jwt";
-    return agentError(error, message, {
-      ...(extra === undefined ? {} : { extra }),
-      ...(unauthorized
-        ? { challenges: agentChallenges(urls.discovery, error === "invalid_jwt") }
-        : {}),
+function postOnly(): Response {
+  return new Response(null, {
+    status: 405,
+    headers: { allow: "POST", "cache-control": "no-store" },
+  });
+}
+
+/** The bearer token, or the refusal when none or a malformed one is presented. */
+function presentedToken(runtime: AgentRuntime, request: Request): string | Response {
+  const token = bearerToken(request);
+  if (token === null) return refuseAgent(runtime, TOKEN_REQUIRED, runtime.urls.execute);
+  if (token === undefined) return refuseAgent(runtime, INVALID_TOKEN, runtime.urls.execute);
+  return token;
+}
+
+/** Reads the body (the token is already spent), picks the capability, checks its arguments, runs it. */
+async function dispatch(
+  runtime: AgentRuntime,
+  request: Request,
+  opened: OpenedSession,
+  maxBodyBytes: number,
+): Promise<Response> {
+  const body = await readBody(request, maxBodyBytes);
+  if (body instanceof Response) return refusedBody(runtime, opened.session, body);
+  const chosen = chooseCapability(runtime, opened, body.capability);
+  if ("error" in chosen) return refuseAgent(runtime, chosen, runtime.urls.execute);
+  const invalid = checkArguments(chosen, body, opened.session);
+  if (invalid !== undefined) return refuseAgent(runtime, invalid, runtime.urls.execute);
+  return runCapability(runtime, request, chosen, body.arguments, opened);
+}
+
+/** The ids a refusal of `capability` for this session is told with. */
+function refusalContext(session: AgentSession, capability?: string) {
+  return {
+    principalId: session.principalId,
+    grantId: session.grantId,
+    ...(capability === undefined ? {} : { capability }),
+  };
+}
+
+function refusedBody(runtime: AgentRuntime, session: AgentSession, answer: Response): Response {
+  runtime.emit({ type: "execute.denied", error: "invalid_request", ...refusalContext(session) });
+  return answer;
+}
+
+interface Dispatchable {
+  readonly capability: Capability;
+  readonly handler: CapabilityHandler;
+}
+
+/** The named capability, when it exists, is served here, and is in token ∩ grant. */
+function chooseCapability(
+  runtime: AgentRuntime,
+  { session, grant }: OpenedSession,
+  name: string,
+): Dispatchable | AgentDenial {
+  const context = refusalContext(session, name);
+  const capability = runtime.registry.get(name);
+  if (capability === undefined)
+    return { ...context, error: "capability_not_found", message: "no capability has this name" };
+  const { handler } = capability;
+  // Granted but served elsewhere: execute tokens never carry it, so say where it lives.
+  if (
+    (capability.location !== undefined || handler === undefined) &&
+    grant.capabilities.includes(name)
+  )
+    return {
+      ...context,
+      error: "wrong_location",
+      message: "this capability is served at its own location",
+      extra: { location: capability.location },
+    };
+  // (A capability without a handler was answered above whenever it is granted.)
+  if (!session.capabilities.includes(name) || handler === undefined)
+    return {
+      ...context,
+      error: "capability_not_granted",
+      message: "the capability is not granted",
+    };
+  return { capability, handler };
+}
+
+/** The arguments against the capability's input schema. */
+function checkArguments(
+  { capability }: Dispatchable,
+  body: ExecuteBody,
+  session: AgentSession,
+): AgentDenial | undefined {
+  const errors = capability.check(body.arguments);
+  if (errors.length === 0) return undefined;
+  return {
+    ...refusalContext(session, capability.name),
+    error: "invalid_request",
+    message: "the arguments do not match the input schema",
+    extra: { errors },
+  };
+}
+
+/** Calls the handler, telling listeners the outcome and how long it took. */
+async function runCapability(
+  runtime: AgentRuntime,
+  request: Request,
+  { capability, handler }: Dispatchable,
+  args: Readonly<Record<string, unknown>>,
+  { session }: OpenedSession,
+): Promise<Response> {
+  const started = performance.now();
+  const executed = (outcome: "ok" | "error") =>
+    runtime.emit({
+      type: "capability.executed",
+      principalId: session.principalId,
+      grantId: session.grantId,
+      capability: capability.name,
+      tokenId: session.tokenId,
+      outcome,
+      durationMs: performance.now() - started,
     });
-  };
-
-  return async (request) => {
-    if (request.method !== "POST")
-      return new Response(null, {
-        status: 405,
-        headers: { allow: "POST", "cache-control": "no-store" },
-      });
-    const token = bearerToken(request);
-    if (token === null) return deny("authentication_required", "a capability token is required");
-    if (token === undefined) return deny("invalid_jwt", "the capability token is invalid");
-    try {
-      let claims: CapabilityClaims;
-      try {
-        claims = await tokens.verify(token, urls.execute);
-      } catch (error) {
-        if (error instanceof JwtInvalidError)
-          return deny("invalid_jwt", "the capability token is invalid");
-        throw error;
-      }
-      const who = { principalId: claims.sub, grantId: claims.grant_id };
-      const now = runtime.now();
-      // Single use: the first presentation consumes the token, whatever follows.
-      const fresh = await consumeTokenId(runtime, claims);
-      if (!fresh) return deny("invalid_jwt", "the capability token was already used", who);
-
-      const body = await readBody(request, maxBodyBytes);
-      if (body instanceof Response) {
-        runtime.emit({ type: "execute.denied", error: "invalid_request", ...who });
-        return body;
-      }
-      const grant = await runtime.store(() => runtime.grants.get(claims.grant_id));
-      if (grant === undefined || grant.principalId !== claims.sub)
-        return deny("grant_revoked", "the grant is no longer valid", who);
-      const status = effectiveStatus(grant, now);
-      if (status === "revoked") return deny("grant_revoked", "the grant was revoked", who);
-      if (status === "expired") return deny("grant_expired", "the grant has expired", who);
-
-      const name = body.capability;
-      const context = { ...who, capability: name };
-      const capability = registry.get(name);
-      if (capability === undefined)
-        return deny("capability_not_found", "no capability has this name", context);
-      const granted = claims.capabilities.filter((held) => grant.capabilities.includes(held));
-      // Granted but served elsewhere: execute tokens never carry it, so say where it lives.
-      if (
-        (capability.location !== undefined || capability.handler === undefined) &&
-        grant.capabilities.includes(name)
-      )
-        return deny("wrong_location", "this capability is served at its own location", context, {
-          location: capability.location,
-        });
-      // (A capability without a handler was answered above whenever it is granted.)
-      if (!granted.includes(name) || capability.handler === undefined)
-        return deny("capability_not_granted", "the capability is not granted", context);
-      const errors = capability.check(body.arguments);
-      if (errors.length > 0)
-        return deny("invalid_request", "the arguments do not match the input schema", context, {
-          errors,
-        });
-
-      const session: AgentSession = Object.freeze({
-        principalId: claims.sub,
-        grantId: grant.grantId,
-        approvedBy: grant.approvedBy,
-        capabilities: Object.freeze(granted),
-        tokenId: claims.jti,
-        expiresAt: claims.exp,
-      });
-      const started = performance.now();
-      let data: unknown;
-      try {
-        data = await capability.handler(body.arguments, session, request);
-      } catch (error) {
-        runtime.emit({
-          type: "capability.executed",
-          ...who,
-          capability: name,
-          tokenId: claims.jti,
-          outcome: "error",
-          durationMs: performance.now() - started,
-        });
-        reportError(runtime.onError, error, request);
-        return agentError("internal_error", "the capability failed");
-      }
-      runtime.emit({
-        type: "capability.executed",
-        ...who,
-        capability: name,
-        tokenId: claims.jti,
-        outcome: "ok",
-        durationMs: performance.now() - started,
-      });
-      return new Response(JSON.stringify({ data: data ?? null }), {
-        headers: { "content-type": "application/json", "cache-control": "no-store" },
-      });
-    } catch (error) {
-      if (error instanceof StoreUnavailableError)
-        return agentError("temporarily_unavailable", "try again shortly", { retryAfter: 1 });
-      reportError(runtime.onError, error, request);
-      return agentError("internal_error", "the request could not be completed");
-    }
-  };
+  let data: unknown;
+  try {
+    data = await handler(args, session, request);
+  } catch (error) {
+    executed("error");
+    reportError(runtime.onError, error, request);
+    return agentError("internal_error", "the capability failed");
+  }
+  executed("ok");
+  return new Response(JSON.stringify({ data: data ?? null }), {
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
 }
 
 interface ExecuteBody {

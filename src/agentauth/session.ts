@@ -1,5 +1,11 @@
 import type { ContextSource } from "../core/context.ts";
 import { contextFrom, createContextKey } from "../core/context.ts";
+import { JwtInvalidError } from "../core/errors.ts";
+import { effectiveStatus, type Grant } from "./grants.ts";
+import { consumeTokenId } from "./replay.ts";
+import type { AgentRuntime } from "./runtime.ts";
+import type { CapabilityClaims } from "./token.ts";
+import type { AgentErrorCode } from "./wire.ts";
 
 /**
  * What a capability handler learns of its caller. `capabilities` is exactly
@@ -25,4 +31,146 @@ export const AGENT_SESSION = createContextKey<AgentSession>("portcullis.agent-se
 /** The agent session `resolveSession` bound to this request, if any. */
 export function agentSessionFrom(source: ContextSource): AgentSession | undefined {
   return contextFrom(source).get(AGENT_SESSION);
+}
+
+/** Why an agent was refused: the wire error, and the ids its event may carry. */
+export interface AgentDenial {
+  readonly error: AgentErrorCode;
+  readonly message: string;
+  readonly principalId?: string;
+  readonly grantId?: string;
+  readonly capability?: string;
+  /** Further members of the wire answer (`location`, `errors`). */
+  readonly extra?: Readonly<Record<string, unknown>>;
+}
+
+/** A session opened from a capability token, with what it was opened from. */
+export interface OpenedSession {
+  readonly session: AgentSession;
+  readonly claims: CapabilityClaims;
+  readonly grant: Grant;
+}
+
+/** Steps a caller adds to `openAgentSession`. */
+export interface OpenSessionSteps {
+  /**
+   * Runs on the verified claims before the token's `jti` is consumed, so a
+   * request it refuses (e.g. a proof of possession that fails) does not burn
+   * the token.
+   */
+  readonly beforeConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
+}
+
+/** The one refusal of a token the agent holds nothing with, wherever it is presented. */
+const NOT_GRANTED = "the capability is not granted";
+
+/**
+ * The one path from a capability token to an `AgentSession`, for every place
+ * a token is presented (the execute URL, a capability's own location): verify
+ * it for `audience`, consume its `jti` (a replay, or a token older than a
+ * process-local replay store, is refused), load its grant, require the grant
+ * the token's subject's, active and unexpired, and at least one capability in
+ * token ∩ grant. Every denial is emitted as an `execute.denied` event (with
+ * `location` when `audience` is not the execute URL). A store failure throws
+ * (`StoreUnavailableError` and others) for the caller to answer.
+ */
+export async function openAgentSession(
+  runtime: AgentRuntime,
+  token: string,
+  audience: string,
+  steps: OpenSessionSteps = {},
+): Promise<OpenedSession | AgentDenial> {
+  const opened = await openSteps(runtime, token, audience, steps);
+  if (isDenial(opened)) emitDenial(runtime, opened, audience);
+  return opened;
+}
+
+async function openSteps(
+  runtime: AgentRuntime,
+  token: string,
+  audience: string,
+  steps: OpenSessionSteps,
+): Promise<OpenedSession | AgentDenial> {
+  const claims = await verifyToken(runtime, token, audience);
+  if (claims === undefined) return INVALID_TOKEN;
+  const refused = await steps.beforeConsume?.(claims);
+  if (refused !== undefined) return refused;
+  const who = { principalId: claims.sub, grantId: claims.grant_id };
+  // The clock is read once the token verifies: the grant is judged at that moment.
+  const now = runtime.now();
+  // Single use: the first presentation consumes the token, whatever follows.
+  if (!(await consumeTokenId(runtime, claims)))
+    return { error: "invalid_jwt", message: "the capability token was already used", ...who };
+  const grant = await runtime.store(() => runtime.grants.get(claims.grant_id));
+  if (grant === undefined || grant.principalId !== claims.sub)
+    return { error: "grant_revoked", message: "the grant is no longer valid", ...who };
+  const status = effectiveStatus(grant, now);
+  if (status === "revoked")
+    return { error: "grant_revoked", message: "the grant was revoked", ...who };
+  if (status === "expired")
+    return { error: "grant_expired", message: "the grant has expired", ...who };
+  const capabilities = claims.capabilities.filter((name) => grant.capabilities.includes(name));
+  // A token that holds nothing the grant still holds opens no session anywhere.
+  if (capabilities.length === 0)
+    return { error: "capability_not_granted", message: NOT_GRANTED, ...who };
+  const session: AgentSession = Object.freeze({
+    principalId: claims.sub,
+    grantId: grant.grantId,
+    approvedBy: grant.approvedBy,
+    capabilities: Object.freeze(capabilities),
+    tokenId: claims.jti,
+    expiresAt: claims.exp,
+  });
+  return { session, claims, grant };
+}
+
+async function verifyToken(
+  runtime: AgentRuntime,
+  token: string,
+  audience: string,
+): Promise<CapabilityClaims | undefined> {
+  try {
+    return await runtime.tokens.verify(token, audience);
+  } catch (error) {
+    if (error instanceof JwtInvalidError) return undefined;
+    throw error;
+  }
+}
+
+/** A token that is missing, malformed or fails verification. */
+export const INVALID_TOKEN: AgentDenial = Object.freeze({
+  error: "invalid_jwt",
+  message: "the capability token is invalid",
+});
+
+/** No capability token was presented. */
+export const TOKEN_REQUIRED: AgentDenial = Object.freeze({
+  error: "authentication_required",
+  message: "a capability token is required",
+});
+
+/** Whether `openAgentSession` refused. */
+export function isDenial(opened: OpenedSession | AgentDenial): opened is AgentDenial {
+  return !("session" in opened);
+}
+
+/** Tells listeners of a denial at `audience`; the execute URL's events carry no location. */
+export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience: string): void {
+  runtime.emit({
+    type: "execute.denied",
+    error: denial.error,
+    ...(denial.principalId === undefined ? {} : { principalId: denial.principalId }),
+    ...(denial.grantId === undefined ? {} : { grantId: denial.grantId }),
+    ...(denial.capability === undefined ? {} : { capability: denial.capability }),
+    ...(audience === runtime.urls.execute ? {} : { location: audience }),
+  });
+}
+
+const BEARER = /^bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
+
+/** The bearer token of `Authorization`, `null` when none is presented, `undefined` when malformed. */
+export function bearerToken(request: Request): string | null | undefined {
+  const header = request.headers.get("authorization");
+  if (header === null || !/^bearer(?: |$)/i.test(header)) return null;
+  return BEARER.exec(header)?.[1];
 }

@@ -60,6 +60,26 @@ export function agentError(
   });
 }
 
+/**
+ * The answer to a refused agent; a 401 carries the challenges that send it to
+ * discovery (`invalid_token` when the token it presented was refused).
+ */
+export function agentRefusal(
+  refusal: {
+    readonly error: AgentErrorCode;
+    readonly message: string;
+    readonly extra?: Readonly<Record<string, unknown>>;
+  },
+  discoveryUrl: string,
+): Response {
+  const { error, message, extra } = refusal;
+  const unauthorized = error === "authentication_required" || error === "invalid_jwt";
+  return agentError(error, message, {
+    ...(extra === undefined ? {} : { extra }),
+    ...(unauthorized ? { challenges: agentChallenges(discoveryUrl, error === "invalid_jwt") } : {}),
+  });
+}
+
 /** A JSON body nobody may cache. */
 export function agentJson(body: unknown, cacheControl = "no-store"): Response {
   return new Response(JSON.stringify(body), {
