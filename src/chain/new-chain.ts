@@ -23,10 +23,10 @@ import { warnOnce } from "../core/warning.ts";
 import { csrf } from "../csrf/csrf.ts";
 import { securityHeaders } from "../headers/security-headers.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
-import { Chain } from "../middleware/chain.ts";
 import type { RateLimitLeg } from "../ratelimit/rate-limit.ts";
 import { sessions } from "../session/sessions.ts";
 import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts";
+import { Chain } from "./chain.ts";
 
 /**
  * The legs of the security chain, each a `Middleware`, run in this order:

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
+import { Chain } from "../chain/chain.ts";
 import {
   ANONYMOUS,
   type Authentication,
@@ -9,7 +10,6 @@ import {
 } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { Chain } from "./chain.ts";
 import { requireAuthenticated, requireAuthority, requireRole } from "./guards.ts";
 
 const ADMIN = createAuthentication("ada", ["ADMIN"]);

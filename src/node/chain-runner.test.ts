@@ -3,6 +3,7 @@ import { Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
+import { Chain } from "../chain/chain.ts";
 import { newChain } from "../chain/new-chain.ts";
 import {
   authenticationFrom,
@@ -15,7 +16,6 @@ import type { Middleware } from "../core/handler.ts";
 import { outboxOf } from "../core/outbox.ts";
 import { RAW_PATH } from "../core/path.ts";
 import { onWarning, resetWarnings } from "../core/warning.ts";
-import { Chain } from "../middleware/chain.ts";
 import { requireRole } from "../middleware/guards.ts";
 import { chainRunner } from "./chain-runner.ts";
 

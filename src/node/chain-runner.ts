@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Chain } from "../chain/index.ts";
 import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
 import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
 import type { Handler, Middleware } from "../core/handler.ts";
@@ -13,7 +14,6 @@ import {
 import { RAW_PATH, ROUTED_PATHS } from "../core/path.ts";
 import { internalErrorResponse, problemResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
-import type { Chain } from "../middleware/chain.ts";
 import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
 import { closeAfterEarlyError, drainOutboxOnHead } from "./response.ts";

@@ -1,8 +1,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
 import { reportError } from "../../core/problem.ts";
-import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { applyHeaders, writeResponse } from "../../node/response.ts";
 

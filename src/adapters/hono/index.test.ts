@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { routes } from "../../authz/routes.ts";
 import { anyRequest } from "../../authz/rules.ts";
+import { Chain } from "../../chain/chain.ts";
 import { newChain, newHandler } from "../../chain/new-chain.ts";
 import {
   type Authentication,
@@ -10,7 +11,6 @@ import {
   mustAuthentication,
 } from "../../core/authentication.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { Chain } from "../../middleware/chain.ts";
 import { requireAuthenticated, requireRole } from "../../middleware/guards.ts";
 import { honoMiddleware } from "./index.ts";
 

@@ -1,8 +1,8 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
+import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
-import type { Chain } from "../../middleware/chain.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { applyHeaders } from "../../node/response.ts";
 

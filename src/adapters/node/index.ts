@@ -5,6 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
+import type { Chain } from "../../chain/index.ts";
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
@@ -12,7 +13,6 @@ import type { FetchHandler, Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
-import type { Chain } from "../../middleware/chain.ts";
 import { isRequestBodyFailure } from "../../node/body-failure.ts";
 import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
 import { installLightResponses } from "../../node/light-response.ts";
