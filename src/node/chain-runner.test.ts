@@ -1,6 +1,7 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
+import { requireRole } from "../authz/require.ts";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
 import { Chain } from "../chain/chain.ts";
@@ -16,7 +17,6 @@ import type { Middleware } from "../core/handler.ts";
 import { outboxOf } from "../core/outbox.ts";
 import { RAW_PATH } from "../core/path.ts";
 import { onWarning, resetWarnings } from "../core/warning.ts";
-import { requireRole } from "../middleware/guards.ts";
 import { chainRunner } from "./chain-runner.ts";
 
 function pair(url = "/x", headers: Record<string, string> = {}) {

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { requireAuthenticated, requireRole } from "../../authz/require.ts";
 import { Chain } from "../../chain/chain.ts";
 import {
   bindAuthentication,
@@ -7,7 +8,6 @@ import {
   mustAuthentication,
 } from "../../core/authentication.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { requireAuthenticated, requireRole } from "../../middleware/guards.ts";
 import { fastifyHook, fastifyPortcullis } from "./index.ts";
 
 let app: FastifyInstance | undefined;
