@@ -4,8 +4,8 @@ import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
 import { Chain } from "../chain/chain.ts";
 import { newHandler } from "../chain/new-chain.ts";
+import { basicAuth } from "../login/basic-auth.ts";
 import { passwordCredentials } from "../login/credentials.ts";
-import { basicAuth } from "../middleware/basic-auth.ts";
 import { rateLimit } from "./rate-limit.ts";
 
 const ok = async () => new Response("ok");
