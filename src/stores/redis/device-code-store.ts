@@ -6,7 +6,7 @@ import type {
   DeviceCodeRecord,
   DeviceCodeStore,
   PollOutcome,
-} from "../../oauth2/device-code-store.ts";
+} from "../../oauth2/index.ts";
 import { RedisScript, type ScriptedStoreOptions } from "./script.ts";
 import { GET, ScriptedStore } from "./scripted-store.ts";
 

@@ -1,4 +1,4 @@
-import type { Grant, GrantStore } from "../../agentauth/grants.ts";
+import type { Grant, GrantStore } from "../../agentauth/index.ts";
 import { RedisScript, type ScriptedStoreOptions } from "./script.ts";
 import { ScriptedStore } from "./scripted-store.ts";
 

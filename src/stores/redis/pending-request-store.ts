@@ -1,4 +1,4 @@
-import type { PendingRequest, PendingRequestStore } from "../../agentauth/pending.ts";
+import type { PendingRequest, PendingRequestStore } from "../../agentauth/index.ts";
 import { RedisScript, type ScriptedStoreOptions } from "./script.ts";
 import { GET, ScriptedStore } from "./scripted-store.ts";
 

@@ -1,4 +1,4 @@
-import type { ReplayStore } from "../../agentauth/replay.ts";
+import type { ReplayStore } from "../../agentauth/index.ts";
 import { RedisScript, type ScriptedStoreOptions } from "./script.ts";
 import { ScriptedStore } from "./scripted-store.ts";
 
