@@ -47,7 +47,7 @@ function cycles(): string[][] {
 
 describe("module graph", () => {
   it("reads the imports", () => {
-    const runner = join(SRC, "node", "chain-runner.ts");
+    const runner = join(SRC, "adapters", "node", "engine", "chain-runner.ts");
     expect(runtimeImports(runner)).toContain(join(SRC, "core", "pass-through.ts"));
   });
 

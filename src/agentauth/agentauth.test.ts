@@ -6,8 +6,8 @@ import { bindAuthentication, createAuthentication } from "../core/authentication
 import { InvalidOptionsError } from "../core/errors.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
 import { jwtSigner } from "../jwt/sign.ts";
+import { basicAuth } from "../login/basic-auth.ts";
 import { passwordCredentials } from "../login/credentials.ts";
-import { basicAuth } from "../middleware/basic-auth.ts";
 import { MemoryClientStore } from "../oauth2/clients.ts";
 import { type AgentAuth, type AgentAuthOptions, agentAuth } from "./agent-auth.ts";
 import { type CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";

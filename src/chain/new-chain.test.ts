@@ -8,10 +8,10 @@ import { csrf } from "../csrf/csrf.ts";
 import { passwordCredentials } from "../login/credentials.ts";
 import { LoginEndpoint } from "../login/endpoint.ts";
 import { login } from "../login/login.ts";
-import { Chain } from "../middleware/chain.ts";
 import { sessionFrom } from "../session/session.ts";
 import { MemorySessionStore } from "../session/session-store.ts";
 import { sessions } from "../session/sessions.ts";
+import { Chain } from "./chain.ts";
 import { newChain, newHandler, type SecurityOptions } from "./new-chain.ts";
 
 const permitAll = routes([anyRequest().permitAll()]);

@@ -20,13 +20,13 @@ import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
 import { warnOnce } from "../core/warning.ts";
-import { csrf } from "../csrf/csrf.ts";
-import { securityHeaders } from "../headers/security-headers.ts";
+import { csrf } from "../csrf/index.ts";
+import { securityHeaders } from "../headers/index.ts";
 import { type LoginEndpoint, loginMiddleware } from "../login/endpoint.ts";
-import { Chain } from "../middleware/chain.ts";
-import type { RateLimitLeg } from "../ratelimit/rate-limit.ts";
-import { sessions } from "../session/sessions.ts";
+import type { RateLimitLeg } from "../ratelimit/index.ts";
+import { sessions } from "../session/index.ts";
 import { type BrowserDenialOptions, browserDenials } from "./browser-denials.ts";
+import { Chain } from "./chain.ts";
 
 /**
  * The legs of the security chain, each a `Middleware`, run in this order:

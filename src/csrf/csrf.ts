@@ -8,7 +8,7 @@ import { parseOrigin } from "../core/origin.ts";
 import { matchPath } from "../core/path.ts";
 import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
-import { sessionFrom } from "../session/session.ts";
+import { sessionFrom } from "../session/index.ts";
 import { issueToken, verifyToken } from "./token.ts";
 
 /**

@@ -1,5 +1,5 @@
 import { base64url, fromBase64url } from "../core/encoding.ts";
-import type { Session } from "../session/session.ts";
+import type { Session } from "../session/index.ts";
 
 const encoder = new TextEncoder();
 const LABEL = "portcullis-csrf:";

@@ -8,7 +8,7 @@ import { matchPath } from "../core/path.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 import { csrfTokenVerified } from "../csrf/csrf.ts";
-import { type Session, sessionFrom } from "../session/session.ts";
+import { type Session, sessionFrom } from "../session/index.ts";
 import {
   type LoginUser,
   MAX_PASSWORD_LENGTH,

@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { plainTextEncoder } from "../../test/support/plain-text-encoder.ts";
 import { routes } from "../authz/routes.ts";
 import { anyRequest } from "../authz/rules.ts";
+import { Chain } from "../chain/chain.ts";
 import { newHandler } from "../chain/new-chain.ts";
+import { basicAuth } from "../login/basic-auth.ts";
 import { passwordCredentials } from "../login/credentials.ts";
-import { basicAuth } from "../middleware/basic-auth.ts";
-import { Chain } from "../middleware/chain.ts";
 import { rateLimit } from "./rate-limit.ts";
 
 const ok = async () => new Response("ok");

@@ -1,12 +1,12 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
 import { reportError } from "../../core/problem.ts";
-import type { Chain } from "../../middleware/chain.ts";
-import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
-import { applyHeaders, writeResponse } from "../../node/response.ts";
+import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import { applyHeaders, writeResponse } from "../node/engine/response.ts";
 
-export type { AdapterOptions } from "../../node/chain-runner.ts";
+export type { AdapterOptions } from "../node/engine/chain-runner.ts";
 
 /**
  * Runs a Portcullis chain (or a single guard, or a scoped `authz.routes`) as

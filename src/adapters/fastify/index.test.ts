@@ -1,13 +1,13 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { requireAuthenticated, requireRole } from "../../authz/require.ts";
+import { Chain } from "../../chain/chain.ts";
 import {
   bindAuthentication,
   createAuthentication,
   mustAuthentication,
 } from "../../core/authentication.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { Chain } from "../../middleware/chain.ts";
-import { requireAuthenticated, requireRole } from "../../middleware/guards.ts";
 import { fastifyHook, fastifyPortcullis } from "./index.ts";
 
 let app: FastifyInstance | undefined;

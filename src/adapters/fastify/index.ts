@@ -5,13 +5,13 @@ import type {
   onRequestAsyncHookHandler,
 } from "fastify";
 import fastifyPlugin from "fastify-plugin";
+import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
-import type { Chain } from "../../middleware/chain.ts";
-import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
-import { eachField } from "../../node/response.ts";
+import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import { eachField } from "../node/engine/response.ts";
 
-export type { AdapterOptions } from "../../node/chain-runner.ts";
+export type { AdapterOptions } from "../node/engine/chain-runner.ts";
 
 /**
  * Options of the `fastifyPortcullis` plugin.

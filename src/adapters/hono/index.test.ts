@@ -1,7 +1,9 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { requireAuthenticated, requireRole } from "../../authz/require.ts";
 import { routes } from "../../authz/routes.ts";
 import { anyRequest } from "../../authz/rules.ts";
+import { Chain } from "../../chain/chain.ts";
 import { newChain, newHandler } from "../../chain/new-chain.ts";
 import {
   type Authentication,
@@ -10,8 +12,6 @@ import {
   mustAuthentication,
 } from "../../core/authentication.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { Chain } from "../../middleware/chain.ts";
-import { requireAuthenticated, requireRole } from "../../middleware/guards.ts";
 import { honoMiddleware } from "./index.ts";
 
 const PRINCIPALS: Record<string, Authentication> = {

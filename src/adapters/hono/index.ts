@@ -1,8 +1,8 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
+import type { Chain } from "../../chain/index.ts";
 import { bindContext, contextFrom } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Middleware } from "../../core/handler.ts";
-import type { Chain } from "../../middleware/chain.ts";
 
 /**
  * Runs a Portcullis middleware (a guard, a scoped `authz.routes`, or a whole

@@ -1,12 +1,12 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
+import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
-import type { Chain } from "../../middleware/chain.ts";
-import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
-import { applyHeaders } from "../../node/response.ts";
+import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import { applyHeaders } from "../node/engine/response.ts";
 
-export type { AdapterOptions } from "../../node/chain-runner.ts";
+export type { AdapterOptions } from "../node/engine/chain-runner.ts";
 
 /**
  * Runs a Portcullis chain (or a guard, or a scoped `authz.routes`) as Koa 3

@@ -1,10 +1,10 @@
 import type { NextRequest } from "next/server.js";
+import type { Chain } from "../../chain/index.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions, rejectUnknownKeys } from "../../core/options.ts";
 import { isPassThrough, passThroughResponse, toMiddleware } from "../../core/pass-through.ts";
 import { internalErrorResponse } from "../../core/problem.ts";
-import type { Chain } from "../../middleware/chain.ts";
 
 /**
  * Options of the Next.js adapter.

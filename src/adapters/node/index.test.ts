@@ -2,6 +2,8 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { serveListener, type TestServer } from "../../../test/support/listen.ts";
+import { requireAuthenticated } from "../../authz/require.ts";
+import { Chain } from "../../chain/chain.ts";
 import {
   bindAuthentication,
   createAuthentication,
@@ -10,8 +12,6 @@ import {
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { contextFrom } from "../../core/context.ts";
 import type { Middleware } from "../../core/handler.ts";
-import { Chain } from "../../middleware/chain.ts";
-import { requireAuthenticated } from "../../middleware/guards.ts";
 import { nodeListener, serveFetch, toNodeListener } from "./index.ts";
 
 let served: TestServer | undefined;

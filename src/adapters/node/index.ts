@@ -5,6 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
+import type { Chain } from "../../chain/index.ts";
 import { PEER_ADDRESS } from "../../core/client-address.ts";
 import { bindValue } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
@@ -12,26 +13,25 @@ import type { FetchHandler, Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
-import type { Chain } from "../../middleware/chain.ts";
-import { isRequestBodyFailure } from "../../node/body-failure.ts";
-import { type AdapterOptions, chainRunner } from "../../node/chain-runner.ts";
-import { installLightResponses } from "../../node/light-response.ts";
-import { buildRequest } from "../../node/request.ts";
+import { isRequestBodyFailure } from "./engine/body-failure.ts";
+import { type AdapterOptions, chainRunner } from "./engine/chain-runner.ts";
+import { installLightResponses } from "./engine/light-response.ts";
+import { buildRequest } from "./engine/request.ts";
 import {
   applyHeaders,
   closeAfterEarlyError,
   writeResponse,
   writeResponseNow,
-} from "../../node/response.ts";
+} from "./engine/response.ts";
 
-export { BodyUnavailableError } from "../../node/body-tap.ts";
+export { BodyUnavailableError } from "./engine/body-tap.ts";
 export {
   type AdapterOptions,
   type ChainOutcome,
   type ChainRunner,
   chainRunner,
-} from "../../node/chain-runner.ts";
-export { applyHeaders, writeResponse } from "../../node/response.ts";
+} from "./engine/chain-runner.ts";
+export { applyHeaders, writeResponse } from "./engine/response.ts";
 
 /** A `node:http` request listener, sync or async. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => unknown;

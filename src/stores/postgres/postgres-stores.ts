@@ -1,6 +1,5 @@
 import { readFile } from "node:fs/promises";
-import type { Grant, GrantStore } from "../../agentauth/grants.ts";
-import type { ReplayStore } from "../../agentauth/replay.ts";
+import type { Grant, GrantStore, ReplayStore } from "../../agentauth/index.ts";
 import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";

@@ -1,21 +1,18 @@
-export {
-  RedisDeviceCodeStore,
-  type RedisDeviceCodeStoreOptions,
-  RedisGrantStore,
-  RedisPendingRequestStore,
-  RedisReplayStore,
-} from "./agent-stores.ts";
 export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
+export { RedisDeviceCodeStore, type RedisDeviceCodeStoreOptions } from "./device-code-store.ts";
+export { RedisGrantStore } from "./grant-store.ts";
 export {
   RedisLoginAttemptStore,
   type RedisLoginAttemptStoreOptions,
 } from "./login-attempt-store.ts";
+export { RedisPendingRequestStore } from "./pending-request-store.ts";
 export {
   RATE_LIMIT_SCRIPT,
   RedisRateLimitStore,
   type RedisRateLimitStoreOptions,
   type RedisScriptingClient,
 } from "./rate-limit-store.ts";
+export { RedisReplayStore } from "./replay-store.ts";
 export type { ScriptedStoreOptions as RedisStoreOptions } from "./script.ts";
 export {
   type RedisSessionClient,

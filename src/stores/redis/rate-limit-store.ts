@@ -1,5 +1,4 @@
-import type { RateLimitDecision, RateLimitPolicy } from "../../ratelimit/algorithms.ts";
-import type { RateLimitStore } from "../../ratelimit/rate-limit-store.ts";
+import type { RateLimitDecision, RateLimitPolicy, RateLimitStore } from "../../ratelimit/index.ts";
 import {
   RedisScript,
   type RedisScriptingClient,

@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
-import type { SessionRecord, SessionStore } from "../../session/session-store.ts";
+import type { SessionRecord, SessionStore } from "../../session/index.ts";
 import { guardRedisClient } from "./client.ts";
 import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
 

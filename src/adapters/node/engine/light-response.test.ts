@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { toNodeListener } from "../adapters/node/index.ts";
-import { InvalidOptionsError } from "../core/errors.ts";
+import { InvalidOptionsError } from "../../../core/errors.ts";
+import { toNodeListener } from "../index.ts";
 import { LIGHT_RESPONSES, LightResponseClass as Light } from "./light-response.ts";
 
 /** Runs `script` (an ES module printing JSON) in a process of its own: installing is for good. */
@@ -9,7 +9,7 @@ function inOwnProcess(script: string): unknown {
   const child = spawnSync(
     process.execPath,
     ["--conditions=source", "--import", "tsx", "--input-type=module", "-e", script],
-    { encoding: "utf8", cwd: new URL("../..", import.meta.url).pathname },
+    { encoding: "utf8", cwd: new URL("../../../..", import.meta.url).pathname },
   );
   expect(child.stderr).toBe("");
   return JSON.parse(child.stdout);

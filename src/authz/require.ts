@@ -1,3 +1,6 @@
+// The literal `require*` legs (`portcullis/middleware`): a chain leg that answers 401/403 from the
+// request's authentication alone. `guard.ts` is the other kind: `authz.guard` around an
+// application function, deciding with a hierarchy and the call's target.
 import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
 import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { InvalidOptionsError } from "../core/errors.ts";

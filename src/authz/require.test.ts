@@ -1,6 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { routes } from "../authz/routes.ts";
-import { anyRequest } from "../authz/rules.ts";
+import { Chain } from "../chain/chain.ts";
 import {
   ANONYMOUS,
   type Authentication,
@@ -9,8 +8,9 @@ import {
 } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { Chain } from "./chain.ts";
-import { requireAuthenticated, requireAuthority, requireRole } from "./guards.ts";
+import { requireAuthenticated, requireAuthority, requireRole } from "./require.ts";
+import { routes } from "./routes.ts";
+import { anyRequest } from "./rules.ts";
 
 const ADMIN = createAuthentication("ada", ["ADMIN"]);
 const STAFF = createAuthentication("sam", ["STAFF"]);

@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { serveListener, type TestServer } from "../../test/support/listen.ts";
+import { serveListener, type TestServer } from "../../../../test/support/listen.ts";
 import { BodyTap, BodyUnavailableError } from "./body-tap.ts";
 
 let served: TestServer | undefined;

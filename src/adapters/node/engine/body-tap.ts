@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { BodyReadError } from "../core/errors.ts";
+import { BodyReadError } from "../../../core/errors.ts";
 
 /**
  * Thrown into the chain's body stream when the request ends early (the client

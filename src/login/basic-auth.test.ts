@@ -5,14 +5,14 @@ import { anyRequest } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
 import { authenticationFrom, isAuthenticated, mustAuthentication } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
+import { type BasicAuthOptions, basicAuth, parseBasic } from "./basic-auth.ts";
 import {
   type LoginAttemptStore,
   type LoginUser,
   type PasswordCredentialsOptions,
   passwordCredentials,
   ScryptPasswordEncoder,
-} from "../login/index.ts";
-import { type BasicAuthOptions, basicAuth, parseBasic } from "./basic-auth.ts";
+} from "./index.ts";
 
 const utf8 = new TextEncoder();
 

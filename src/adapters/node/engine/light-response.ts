@@ -1,4 +1,4 @@
-import { checkedName, checkedValue, FieldList } from "../core/field-list.ts";
+import { checkedName, checkedValue, FieldList } from "../../../core/field-list.ts";
 
 /**
  * A `Response` for the common answer, a status with a string, bytes or no

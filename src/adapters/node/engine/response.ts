@@ -1,6 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { FieldList } from "../core/field-list.ts";
-import type { ResponseOutbox } from "../core/outbox.ts";
+import { FieldList } from "../../../core/field-list.ts";
+import type { ResponseOutbox } from "../../../core/outbox.ts";
 import { lightHeaders, lightState } from "./light-response.ts";
 
 /** Headers of a pass-through answer that describe its (empty) body, not the route's. */

@@ -1,8 +1,8 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { serveListener, type TestServer } from "../../test/support/listen.ts";
-import { ResponseOutbox } from "../core/outbox.ts";
+import { serveListener, type TestServer } from "../../../../test/support/listen.ts";
+import { ResponseOutbox } from "../../../core/outbox.ts";
 import { applyHeaders, drainOutboxOnHead, mergeLateHeaders, writeResponse } from "./response.ts";
 
 let served: TestServer | undefined;

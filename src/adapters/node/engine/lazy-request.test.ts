@@ -2,8 +2,8 @@ import { createServer, IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { toNodeListener } from "../adapters/node/index.ts";
-import { urlAsSent } from "../core/url-as-sent.ts";
+import { urlAsSent } from "../../../core/url-as-sent.ts";
+import { toNodeListener } from "../index.ts";
 import { LAZY_REQUESTS } from "./lazy-request.ts";
 import { buildRequest } from "./request.ts";
 

@@ -13,7 +13,7 @@ import {
   mustPasswordCredentials,
   type PasswordCredentials,
   refusedResponse,
-} from "../login/credentials.ts";
+} from "./credentials.ts";
 
 /**
  * Options of `basicAuth`.

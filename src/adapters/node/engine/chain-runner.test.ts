@@ -1,22 +1,22 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
-import { routes } from "../authz/routes.ts";
-import { anyRequest } from "../authz/rules.ts";
-import { newChain } from "../chain/new-chain.ts";
+import { requireRole } from "../../../authz/require.ts";
+import { routes } from "../../../authz/routes.ts";
+import { anyRequest } from "../../../authz/rules.ts";
+import { Chain } from "../../../chain/chain.ts";
+import { newChain } from "../../../chain/new-chain.ts";
 import {
   authenticationFrom,
   bindAuthentication,
   createAuthentication,
-} from "../core/authentication.ts";
-import { PEER_ADDRESS } from "../core/client-address.ts";
-import { bindContext, contextFrom } from "../core/context.ts";
-import type { Middleware } from "../core/handler.ts";
-import { outboxOf } from "../core/outbox.ts";
-import { RAW_PATH } from "../core/path.ts";
-import { onWarning, resetWarnings } from "../core/warning.ts";
-import { Chain } from "../middleware/chain.ts";
-import { requireRole } from "../middleware/guards.ts";
+} from "../../../core/authentication.ts";
+import { PEER_ADDRESS } from "../../../core/client-address.ts";
+import { bindContext, contextFrom } from "../../../core/context.ts";
+import type { Middleware } from "../../../core/handler.ts";
+import { outboxOf } from "../../../core/outbox.ts";
+import { RAW_PATH } from "../../../core/path.ts";
+import { onWarning, resetWarnings } from "../../../core/warning.ts";
 import { chainRunner } from "./chain-runner.ts";
 
 function pair(url = "/x", headers: Record<string, string> = {}) {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
-import { FieldList } from "../core/field-list.ts";
+import { FieldList } from "../../../core/field-list.ts";
 import { BodyTap } from "./body-tap.ts";
 import { LAZY_REQUESTS, lazyRequest, requestInit } from "./lazy-request.ts";
 

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, ServerResponse } from "node:http";
-import { FieldList } from "../core/field-list.ts";
-import { URL_AS_SENT } from "../core/url-as-sent.ts";
+import { FieldList } from "../../../core/field-list.ts";
+import { URL_AS_SENT } from "../../../core/url-as-sent.ts";
 import type { BodyTap } from "./body-tap.ts";
 
 /**

@@ -1,19 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../core/client-address.ts";
-import { bindContext, bindValue, boundContext, contextFrom } from "../core/context.ts";
-import type { Handler, Middleware } from "../core/handler.ts";
-import { checkAdapterOptions } from "../core/options.ts";
-import { outboxOf, whenQueued } from "../core/outbox.ts";
+import type { Chain } from "../../../chain/index.ts";
+import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../../../core/client-address.ts";
+import { bindContext, bindValue, boundContext, contextFrom } from "../../../core/context.ts";
+import type { Handler, Middleware } from "../../../core/handler.ts";
+import { checkAdapterOptions } from "../../../core/options.ts";
+import { outboxOf, whenQueued } from "../../../core/outbox.ts";
 import {
   isPassThrough,
   isResponse,
   passThroughResponse,
   toMiddleware,
-} from "../core/pass-through.ts";
-import { RAW_PATH, ROUTED_PATHS } from "../core/path.ts";
-import { internalErrorResponse, problemResponse } from "../core/problem.ts";
-import { warnOnce } from "../core/warning.ts";
-import type { Chain } from "../middleware/chain.ts";
+} from "../../../core/pass-through.ts";
+import { RAW_PATH, ROUTED_PATHS } from "../../../core/path.ts";
+import { internalErrorResponse, problemResponse } from "../../../core/problem.ts";
+import { warnOnce } from "../../../core/warning.ts";
 import type { BodyTap } from "./body-tap.ts";
 import { buildRequest } from "./request.ts";
 import { closeAfterEarlyError, drainOutboxOnHead } from "./response.ts";

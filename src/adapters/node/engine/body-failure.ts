@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { isBodyReadError } from "../core/errors.ts";
+import { isBodyReadError } from "../../../core/errors.ts";
 
 // What readers of a Node request call a client that went away mid-body: Node's own
 // "aborted", raw-body's "request aborted", `finished()` on a stream cut short.
