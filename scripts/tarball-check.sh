@@ -4,7 +4,7 @@
 # the repository, the way a new user would, and checks:
 # - every export imports at run time, and its declarations compile with Node's
 #   types alone (lib ES2022, no DOM lib, exactOptionalPropertyTypes);
-# - the README's quick starts (the example files) compile with that strict
+# - the quick starts of the README and docs/ (the example files) compile with that strict
 #   TypeScript, each server runs and answers a public, a protected and an admin route;
 # - the agents quick start runs end to end in Chromium: the agent's URL, sign-in,
 #   Approve, the agent's calls;
