@@ -13,12 +13,13 @@ const documents = [
     .filter((name) => name.endsWith(".md"))
     .map((name) => `docs/${name}`),
 ];
-const blocks = documents.flatMap((document) =>
-  [
-    ...readFileSync(new URL(document, ROOT), "utf8").matchAll(
-      /<!-- file: (\S+) -->\n```ts\n([\s\S]*?)```\n/g,
-    ),
-  ].map((match) => [match[1] as string, document, match[2] as string] as const),
+const texts = documents.map(
+  (document) => [document, readFileSync(new URL(document, ROOT), "utf8")] as const,
+);
+const blocks = texts.flatMap(([document, text]) =>
+  [...text.matchAll(/<!-- file: (\S+) -->\n```ts\n([\s\S]*?)```\n/g)].map(
+    (match) => [match[1] as string, document, match[2] as string] as const,
+  ),
 );
 
 describe("the README's and the guides' file blocks", () => {
@@ -36,12 +37,28 @@ describe("the README's and the guides' file blocks", () => {
         "examples/agents-quickstart/agent.ts",
         "examples/device/device-flow.ts",
         "examples/device/server.ts",
+        "examples/stores/redis.ts",
+        "examples/stores/agents.ts",
+        "examples/recipes/csp.ts",
+        "examples/recipes/session-data.ts",
+        "examples/recipes/sign-in.ts",
+        "examples/recipes/basic-auth.ts",
+        "examples/recipes/api-key.ts",
         // The Next.js section: its `chain` is the example's, its matcher the example's.
         "examples/next/proxy.ts",
         "examples/next/app/api/me/route.ts",
         "examples/next/app/admin/panel/route.ts",
       ]),
     );
+  });
+
+  it("are every TypeScript block there is: no fragment that no compiler sees", () => {
+    const fragments = texts.flatMap(([document, text]) =>
+      [...text.matchAll(/(<!-- file: \S+ -->\n)?```(?:ts|typescript|js|javascript|tsx)\n/g)]
+        .filter((match) => match[1] === undefined)
+        .map(() => document),
+    );
+    expect(fragments).toEqual([]);
   });
 
   it("are the README's quick start", () => {
