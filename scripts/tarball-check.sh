@@ -4,7 +4,7 @@
 # the repository, the way a new user would, and checks:
 # - every export imports at run time, and its declarations compile with Node's
 #   types alone (lib ES2022, no DOM lib, exactOptionalPropertyTypes);
-# - the README's quick starts (the example files) compile with that strict
+# - the example files the README and docs/ show compile with that strict
 #   TypeScript, each server runs and answers a public, a protected and an admin route;
 # - the agents quick start runs end to end in Chromium: the agent's URL, sign-in,
 #   Approve, the agent's calls;
@@ -42,7 +42,8 @@ project="$work/project"
 mkdir -p "$project/examples"
 cp -r "$repo/examples/shared" "$repo/examples/express" "$repo/examples/fastify" \
   "$repo/examples/koa" "$repo/examples/node" "$repo/examples/quickstart" \
-  "$repo/examples/agents-quickstart" "$project/examples/"
+  "$repo/examples/agents-quickstart" "$repo/examples/device" "$repo/examples/recipes" \
+  "$repo/examples/stores" "$project/examples/"
 # The Next.js app as the repository tracks it (no build output), with a config of its own: the
 # repository's points Portcullis at src/, an installed app needs nothing of the kind.
 mkdir -p "$project/next-app"

@@ -1,3 +1,10 @@
+/**
+ * The application API: `newHandler` and `newChain` (the security chain), its legs and guards,
+ * sessions, login, CSRF, authorization rules, the errors and the client-address presets. Start
+ * here; the other modules are for stores, adapters, agents and writing legs of your own.
+ *
+ * @module portcullis
+ */
 export * as authz from "./authz/index.ts";
 export {
   type BrowserDenialOptions,

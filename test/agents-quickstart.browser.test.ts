@@ -1,5 +1,5 @@
 /**
- * The README's agents quick start, run as written: the service, the agent,
+ * The agents quick start (docs/11-agents.md), run as written: the service, the agent,
  * and a person in Chromium who signs in from the agent's URL and approves.
  * scripts/tarball-check.sh runs the same flow against the packed package.
  */
@@ -21,7 +21,7 @@ afterAll(async () => {
 });
 
 describe("the agents quick start", () => {
-  it("runs end to end from the README: the browser signs in, comes back and approves; the agent calls twice", async () => {
+  it("runs end to end from the guide: the browser signs in, comes back and approves; the agent calls twice", async () => {
     const run = await runAgentsQuickstart({
       cwd: ROOT,
       nodeArgs: ["--conditions=source"],

@@ -1,13 +1,13 @@
 /**
- * Every `npx tsx …` command the README documents, run as written in a fresh
- * copy of the repository: the tracked files only, so no dist/ (the package
+ * Every `npx tsx …` command the README and the guides (docs/*.md) document,
+ * run as written in a fresh copy of the repository: the tracked files only, so no dist/ (the package
  * resolves itself through its exports, which point at dist/ unless the
  * command asks for the `source` condition). Servers must start listening,
  * clients must reach the server they pair with, and the quick starts on
  * @hono/node-server must not warn that they see no client address.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "./processes.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+// The README and the guides, one text: the commands are read from both.
+const readme = ["README.md", ...readdirSync(join(ROOT, "docs")).map((name) => join("docs", name))]
+  .filter((path) => path.endsWith(".md"))
+  .map((path) => readFileSync(join(ROOT, path), "utf8"))
+  .join("\n");
 
 /** The documented commands, `<a|b>` alternatives spelt out. */
 function documentedCommands(): string[] {
@@ -138,7 +142,7 @@ async function startServer(command: string): Promise<{ port: number; server: Run
 
 const fileOf = (command: string) => /examples\/\S+\.ts/.exec(command)?.[0] as string;
 
-describe("the README's commands in a fresh clone", () => {
+describe("the README's and the guides' commands in a fresh clone", () => {
   const commands = documentedCommands();
 
   it("are found", () => {

@@ -1,17 +1,28 @@
 /**
- * The README's code blocks marked `<!-- file: path -->` are those files, line
- * for line: a quick start cannot drift from the example that runs and is tested.
+ * The code blocks of the README and the guides (docs/*.md) marked
+ * `<!-- file: path -->` are those files, line for line: a quick start cannot
+ * drift from the example that runs and is tested.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 
 const ROOT = new URL("..", import.meta.url);
-const readme = readFileSync(new URL("README.md", ROOT), "utf8");
-const blocks = [...readme.matchAll(/<!-- file: (\S+) -->\n```ts\n([\s\S]*?)```\n/g)].map(
-  (match) => [match[1] as string, match[2] as string] as const,
+const documents = [
+  "README.md",
+  ...readdirSync(new URL("docs/", ROOT))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`),
+];
+const texts = documents.map(
+  (document) => [document, readFileSync(new URL(document, ROOT), "utf8")] as const,
+);
+const blocks = texts.flatMap(([document, text]) =>
+  [...text.matchAll(/<!-- file: (\S+) -->\n```ts\n([\s\S]*?)```\n/g)].map(
+    (match) => [match[1] as string, document, match[2] as string] as const,
+  ),
 );
 
-describe("the README's file blocks", () => {
+describe("the README's and the guides' file blocks", () => {
   it("exist for the quick start and every framework example", () => {
     expect(blocks.map(([path]) => path)).toEqual(
       expect.arrayContaining([
@@ -24,6 +35,15 @@ describe("the README's file blocks", () => {
         "examples/shared/accounts.ts",
         "examples/agents-quickstart/server.ts",
         "examples/agents-quickstart/agent.ts",
+        "examples/device/device-flow.ts",
+        "examples/device/server.ts",
+        "examples/stores/redis.ts",
+        "examples/stores/agents.ts",
+        "examples/recipes/csp.ts",
+        "examples/recipes/session-data.ts",
+        "examples/recipes/sign-in.ts",
+        "examples/recipes/basic-auth.ts",
+        "examples/recipes/api-key.ts",
         // The Next.js section: its `chain` is the example's, its matcher the example's.
         "examples/next/proxy.ts",
         "examples/next/app/api/me/route.ts",
@@ -32,7 +52,22 @@ describe("the README's file blocks", () => {
     );
   });
 
-  it.each(blocks)("%s matches the file line for line", (path, block) => {
+  it("are every TypeScript block there is: no fragment that no compiler sees", () => {
+    const fragments = texts.flatMap(([document, text]) =>
+      [...text.matchAll(/(<!-- file: \S+ -->\n)?```(?:ts|typescript|js|javascript|tsx)\n/g)]
+        .filter((match) => match[1] === undefined)
+        .map(() => document),
+    );
+    expect(fragments).toEqual([]);
+  });
+
+  it("are the README's quick start", () => {
+    expect(blocks.filter(([, document]) => document === "README.md").map(([path]) => path)).toEqual(
+      ["examples/quickstart/server.ts"],
+    );
+  });
+
+  it.each(blocks)("%s (in %s) matches the file line for line", (path, _document, block) => {
     expect(block).toBe(readFileSync(new URL(path, ROOT), "utf8"));
   });
 });

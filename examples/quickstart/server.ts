@@ -40,7 +40,7 @@ app.get("/billing/invoices", (c) => c.json({ invoices: [] }));
 
 // Pattern 1: the chain wraps the whole router, so it runs before anything is routed.
 const handler = newHandler(app.fetch, {
-  // Where the client's address comes from on @hono/node-server (Bun, Deno, Workers: see below).
+  // Where the client's address comes from on @hono/node-server; Bun, Deno, Workers have their own.
   clientAddress: nodeServerClientAddress,
   // Secure cookies are the default; plain HTTP on localhost needs secure: false.
   session: sessions({ secure: process.env.NODE_ENV === "production" }),

@@ -2,6 +2,8 @@
  * Capability authorization for AI agents: agents discover capabilities, a
  * human approves a scoped grant through the OAuth device flow, and agents call
  * capabilities with short-lived, single-use capability tokens.
+ *
+ * @module portcullis/agentauth
  */
 export {
   type AgentAuth,

@@ -1,3 +1,9 @@
+/**
+ * The building blocks for writing legs and adapters: the principal and context keys, the
+ * response outbox, cookie, path, pattern and problem-details helpers, and the typed errors.
+ *
+ * @module portcullis/core
+ */
 export {
   ANONYMOUS,
   AUTHENTICATION,

@@ -1,3 +1,9 @@
+/**
+ * The security-headers leg: `securityHeaders` with its defaults, the Content Security Policy and
+ * its per-request nonce.
+ *
+ * @module portcullis/headers
+ */
 export {
   type ContentSecurityPolicyOptions,
   type CspDirectives,

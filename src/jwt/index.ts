@@ -2,6 +2,8 @@
  * Signed JWTs on `jose`: keys imported once and pinned to one algorithm each,
  * `kid` rotation, a JWKS of the public keys, and a verifier that requires
  * `typ`, `iss`, one exact `aud`, `sub`, `jti`, `iat` and `exp`.
+ *
+ * @module portcullis/jwt
  */
 export { type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
 export {

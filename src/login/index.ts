@@ -1,3 +1,9 @@
+/**
+ * Sign-in: the `login` endpoint, `passwordCredentials` (users, password encoders and the failure
+ * throttle) and the login-attempt stores.
+ *
+ * @module portcullis/login
+ */
 export {
   type AttemptReservation,
   type LoginAttemptStore,

@@ -2,6 +2,8 @@
  * The OAuth 2.0 device authorization grant (RFC 8628) with RFC 6749 client
  * authentication and token responses and RFC 8414 metadata. It knows clients,
  * device codes and an access-token issuer callback; it never knows agents.
+ *
+ * @module portcullis/oauth2
  */
 export {
   type AccessTokenIssuer,

@@ -1,3 +1,9 @@
+/**
+ * The rate-limiting leg: `rateLimit` with sliding-window, fixed-window and token-bucket rules,
+ * and the `RateLimitStore` interface with its bounded memory store.
+ *
+ * @module portcullis/ratelimit
+ */
 export {
   type RateLimitAlgorithm,
   type RateLimitDecision,

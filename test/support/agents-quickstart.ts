@@ -1,6 +1,6 @@
 /**
- * The README's agents quick start as a reader runs it: the service and the
- * agent from examples/agents-quickstart with the environment the README
+ * The agents quick start (docs/11-agents.md) as a reader runs it: the service and the
+ * agent from examples/agents-quickstart with the environment the guide
  * gives, and a person in Chromium who opens the URL the agent printed, signs
  * in and approves. `cwd` is this repository (with `--conditions=source`) or
  * a project that installed the packed package.
@@ -66,7 +66,7 @@ export async function runAgentsQuickstart(options: {
   readonly browser: Browser;
 }): Promise<QuickstartRun> {
   const port = await freePort();
-  // The README: `export PORT=… ALICE_PASSWORD=… RESEARCH_KEY=$(openssl rand -hex 16)`.
+  // The guide: `export PORT=… ALICE_PASSWORD=… RESEARCH_KEY=$(openssl rand -hex 16)`.
   const env = {
     ...process.env,
     PORT: String(port),

@@ -1,3 +1,9 @@
+/**
+ * Express 5: `expressMiddleware` mounts a chain, a guard or a scoped rule set as Express
+ * middleware.
+ *
+ * @module portcullis/adapters/express
+ */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";

@@ -1,3 +1,9 @@
+/**
+ * Fastify 5: the `fastifyPortcullis` plugin runs a chain for every route, child plugins and 404s
+ * included; `fastifyHook` mounts a guard on one plugin.
+ *
+ * @module portcullis/adapters/fastify
+ */
 import type {
   FastifyInstance,
   FastifyReply,

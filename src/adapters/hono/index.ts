@@ -1,3 +1,9 @@
+/**
+ * Hono 4: `honoMiddleware` mounts a chain, a guard or a scoped rule set as Hono middleware;
+ * `mustAuthentication(c)` then reads the principal.
+ *
+ * @module portcullis/adapters/hono
+ */
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import type { Chain } from "../../chain/index.ts";
 import { bindContext, contextFrom } from "../../core/context.ts";

@@ -1,3 +1,8 @@
+/**
+ * Koa 3: `koaMiddleware` mounts a chain, a guard or a scoped rule set as Koa middleware.
+ *
+ * @module portcullis/adapters/koa
+ */
 import type { ServerResponse } from "node:http";
 import type { Context, Middleware as KoaMiddleware, Next } from "koa";
 import type { Chain } from "../../chain/index.ts";

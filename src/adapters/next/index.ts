@@ -1,3 +1,9 @@
+/**
+ * Next.js 15 and 16: `nextMiddleware` runs a chain in the proxy (middleware), `routeHandlers`
+ * and `withChain` run it again inside route handlers.
+ *
+ * @module portcullis/adapters/next
+ */
 import type { NextRequest } from "next/server.js";
 import type { Chain } from "../../chain/index.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";

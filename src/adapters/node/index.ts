@@ -1,3 +1,10 @@
+/**
+ * Node's own HTTP server: `nodeListener` runs a chain before a `node:http` listener,
+ * `serveFetch` serves a Fetch handler with bounded timeouts, and `toNodeListener` mounts one in a
+ * server of yours.
+ *
+ * @module portcullis/adapters/node
+ */
 import {
   createServer,
   type IncomingMessage,

@@ -2,6 +2,8 @@
  * Agent stores on PostgreSQL through `pg`: durable grants and replay
  * protection shared by every instance. Apply the schema first with
  * `migrate(pool)` or `migration.sql`.
+ *
+ * @module portcullis/stores/postgres
  */
 
 export {

@@ -1,3 +1,9 @@
+/**
+ * Stores on Redis (node-redis v5) shared by every instance: sessions, rate limits, login
+ * attempts and the agent stores, with `createRedisClient` for a client that survives outages.
+ *
+ * @module portcullis/stores/redis
+ */
 export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
 export { RedisDeviceCodeStore, type RedisDeviceCodeStoreOptions } from "./device-code-store.ts";
 export { RedisGrantStore } from "./grant-store.ts";
