@@ -7,14 +7,11 @@ import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-a
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { storeCaller } from "../core/store-call.ts";
+import { httpsUrlOption } from "../core/url.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
 import { type AuthorizationServer, authorizationServer } from "../oauth2/authorization-server.ts";
 import type { ClientStore } from "../oauth2/clients.ts";
-import {
-  absoluteUrl,
-  DeviceAuthorizationService,
-  userCodeHash,
-} from "../oauth2/device-authorization.ts";
+import { DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
 import { type DeviceCodeStore, MemoryDeviceCodeStore } from "../oauth2/device-code-store.ts";
 import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
 import {
@@ -280,7 +277,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     "now",
   ]);
   const issuer = options.issuer;
-  absoluteUrl("agentAuth: issuer", issuer);
+  httpsUrlOption("agentAuth: issuer", issuer);
   rejectUnknownKeys("agentAuth: paths", options.paths, Object.keys(DEFAULT_PATHS));
   rejectUnknownKeys("agentAuth: stores", options.stores, [
     "grants",

@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import {
   type ApprovalMessages,
   approvalFormHandler,
@@ -139,11 +139,7 @@ export function agentApproveHandler(
   if (options.respond !== undefined && typeof options.respond !== "function")
     throw new InvalidOptionsError("agentApproveHandler: respond must be a function");
   const respond = options.respond ?? defaultPage;
-  const maxBodyBytes = options.maxBodyBytes ?? 8192;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 512)
-    throw new InvalidOptionsError(
-      "agentApproveHandler: maxBodyBytes must be a whole number, 512 or more",
-    );
+  const maxBodyBytes = bodyLimitOption("agentApproveHandler", options.maxBodyBytes, 8192, 512);
   return approvalFormHandler({
     what: "an agent",
     respond,

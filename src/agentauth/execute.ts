@@ -1,3 +1,4 @@
+import { bearerToken } from "../core/bearer.ts";
 import { readRequestBody } from "../core/body.ts";
 import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
@@ -28,15 +29,6 @@ export interface ExecuteOptions {
    * @default 65_536
    */
   readonly maxBodyBytes?: number;
-}
-
-const BEARER = /^bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
-
-/** The bearer token of `Authorization`, `null` when none is presented, `undefined` when malformed. */
-export function bearerToken(request: Request): string | null | undefined {
-  const header = request.headers.get("authorization");
-  if (header === null || !/^bearer(?: |$)/i.test(header)) return null;
-  return BEARER.exec(header)?.[1];
 }
 
 /**

@@ -3,6 +3,8 @@
  * human approves a scoped grant through the OAuth device flow, and agents call
  * capabilities with short-lived, single-use capability tokens.
  */
+
+export { bearerToken } from "../core/bearer.ts";
 export {
   type AgentAuth,
   type AgentAuthOptions,
@@ -29,7 +31,7 @@ export {
 export { type CapabilitiesOptions, capabilitiesHandler } from "./capability-list.ts";
 export { type DiscoveryOptions, discoveryHandler } from "./discovery.ts";
 export type { AgentEvent, AgentEventListener } from "./events.ts";
-export { bearerToken, type ExecuteOptions, executeHandler } from "./execute.ts";
+export { type ExecuteOptions, executeHandler } from "./execute.ts";
 export {
   effectiveStatus,
   type Grant,

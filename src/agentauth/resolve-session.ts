@@ -3,11 +3,11 @@ import {
   createAuthentication,
   isAuthenticated,
 } from "../core/authentication.ts";
+import { bearerToken } from "../core/bearer.ts";
 import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, JwtInvalidError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
-import { bearerToken } from "./execute.ts";
 import { effectiveStatus } from "./grants.ts";
 import { consumeTokenId } from "./replay.ts";
 import type { AgentRuntime } from "./runtime.ts";

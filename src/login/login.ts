@@ -1,9 +1,9 @@
 import { createAuthentication } from "../core/authentication.ts";
-import { readRequestBody } from "../core/body.ts";
+import { mediaTypeOf, readRequestBody } from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
@@ -114,9 +114,7 @@ function loginLeg(options: LoginOptions): Middleware {
       );
     }
   }
-  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1)
-    throw new InvalidOptionsError("login: maxBodyBytes must be a positive integer");
+  const maxBodyBytes = bodyLimitOption("login", options.maxBodyBytes, 8 * 1024, 1);
 
   return (next) =>
     async (request, ...rest) => {
@@ -185,19 +183,15 @@ async function signIn(session: Session, user: LoginUser): Promise<void> {
 }
 
 function isForm(request: Request): boolean {
-  const type = mediaType(request);
+  const type = mediaTypeOf(request);
   return type === "application/x-www-form-urlencoded" || type === "multipart/form-data";
-}
-
-function mediaType(request: Request): string {
-  return (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
 async function readCredentials(
   request: Request,
   maxBytes: number,
 ): Promise<{ username: string; password: string; next?: string } | Response> {
-  const type = mediaType(request);
+  const type = mediaTypeOf(request);
   if (
     type !== "application/json" &&
     type !== "application/x-www-form-urlencoded" &&

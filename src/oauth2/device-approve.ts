@@ -1,10 +1,10 @@
 import { authenticationFrom, isAuthenticated } from "../core/authentication.ts";
 import { AccessDeniedError, InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { methodNotAllowed } from "../core/http-method.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
 import type { DeviceAuthorizationService, UserCodeOutcome } from "./device-authorization.ts";
-import { methodNotAllowed } from "./endpoint-support.ts";
 import { isFailure, type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 
 export type DeviceApproveAction = "approve" | "deny";
@@ -89,11 +89,7 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
   if (options.respond !== undefined && typeof options.respond !== "function")
     throw new InvalidOptionsError("deviceApproveHandler: respond must be a function");
   const respond = options.respond ?? defaultPage;
-  const maxBodyBytes = options.maxBodyBytes ?? 8192;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 512)
-    throw new InvalidOptionsError(
-      "deviceApproveHandler: maxBodyBytes must be a whole number, 512 or more",
-    );
+  const maxBodyBytes = bodyLimitOption("deviceApproveHandler", options.maxBodyBytes, 8192, 512);
 
   return approvalFormHandler({
     what: "a device",

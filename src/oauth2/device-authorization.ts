@@ -5,7 +5,8 @@ import {
 } from "../core/authentication.ts";
 import { clientAddressOf } from "../core/client-address.ts";
 import { type ContextSource, contextFrom } from "../core/context.ts";
-import { base64url, randomToken } from "../core/encoding.ts";
+import { sha256Base64url as sha256 } from "../core/digest.ts";
+import { randomToken } from "../core/encoding.ts";
 import {
   AccessDeniedError,
   AuthenticationRequiredError,
@@ -16,6 +17,7 @@ import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { storeCaller } from "../core/store-call.ts";
+import { httpsUrlOption } from "../core/url.ts";
 import {
   type DecideOutcome,
   type DeviceCodeRecord,
@@ -227,7 +229,7 @@ export class DeviceAuthorizationService {
       "onStoreError",
       "now",
     ]);
-    this.verificationUri = absoluteUrl("verificationUri", options?.verificationUri);
+    this.verificationUri = httpsUrlOption("verificationUri", options?.verificationUri);
     this.lifetimeSeconds = integer("lifetimeSeconds", options.lifetimeSeconds ?? 600, 1, 86_400);
     this.intervalSeconds = integer("intervalSeconds", options.intervalSeconds ?? 5, 1, 300);
     this.#store = options.store ?? new MemoryDeviceCodeStore();
@@ -526,27 +528,10 @@ export async function userCodeHash(userCode: unknown): Promise<string | undefine
   return code === undefined ? undefined : sha256(code);
 }
 
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return base64url(new Uint8Array(digest));
-}
-
 function integer(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max)
     throw new InvalidOptionsError(
       `DeviceAuthorizationService: ${name} must be a whole number from ${min} to ${max}`,
     );
   return value;
-}
-
-export function absoluteUrl(name: string, value: unknown): string {
-  if (typeof value !== "string" || !URL.canParse(value))
-    throw new InvalidOptionsError(`${name} must be an absolute URL`);
-  const url = new URL(value);
-  const loopback = ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback))
-    throw new InvalidOptionsError(`${name} must use https (http only on loopback)`);
-  if (url.hash !== "" || url.username !== "" || url.password !== "")
-    throw new InvalidOptionsError(`${name} must have no fragment or credentials`);
-  return url.href;
 }
