@@ -8,11 +8,16 @@ import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { storeCaller } from "../core/store-call.ts";
 import { httpsUrlOption } from "../core/url.ts";
-import { generateKeySet, type KeySet } from "../jwt/keys.ts";
-import { type AuthorizationServer, authorizationServer } from "../oauth2/authorization-server.ts";
-import type { ClientStore } from "../oauth2/clients.ts";
-import { DeviceAuthorizationService, userCodeHash } from "../oauth2/device-authorization.ts";
-import { type DeviceCodeStore, MemoryDeviceCodeStore } from "../oauth2/device-code-store.ts";
+import { generateKeySet, type KeySet } from "../jwt/index.ts";
+import type { ClientStore } from "../oauth2/index.ts";
+import {
+  type AuthorizationServer,
+  authorizationServer,
+  DeviceAuthorizationService,
+  type DeviceCodeStore,
+  MemoryDeviceCodeStore,
+  userCodeHash,
+} from "../oauth2/index.ts";
 import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
 import {
   type AgentApprovalLookup,

@@ -5,13 +5,11 @@ import {
   type ApprovalMessages,
   approvalFormHandler,
   approvalPage,
-  type DeviceApproveResult,
-} from "../oauth2/device-approve.ts";
-import {
   approverOf,
+  type DeviceApproveResult,
   type DeviceAuthorizationService,
   userCodeHash,
-} from "../oauth2/device-authorization.ts";
+} from "../oauth2/index.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */

@@ -1,7 +1,7 @@
 import type { Handler } from "../core/handler.ts";
 import { refuseOtherMethods } from "../core/http-method.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import type { AuthorizationServerMetadata } from "../oauth2/authorization-server.ts";
+import type { AuthorizationServerMetadata } from "../oauth2/index.ts";
 import type { AgentUrls } from "./runtime.ts";
 import { AGENT_AUTH_VERSION } from "./wire.ts";
 

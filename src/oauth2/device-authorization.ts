@@ -1,23 +1,14 @@
-import {
-  AUTHORIZATION_VERIFIED,
-  authenticationFrom,
-  isAuthenticated,
-} from "../core/authentication.ts";
 import { clientAddressOf } from "../core/client-address.ts";
-import { type ContextSource, contextFrom } from "../core/context.ts";
+import type { ContextSource } from "../core/context.ts";
 import { sha256Base64url as sha256 } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
-import {
-  AccessDeniedError,
-  AuthenticationRequiredError,
-  InvalidOptionsError,
-  StoreUnavailableError,
-} from "../core/errors.ts";
+import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { storeCaller } from "../core/store-call.ts";
 import { httpsUrlOption } from "../core/url.ts";
+import { approverOf } from "./approval-form.ts";
 import {
   type DecideOutcome,
   type DeviceCodeRecord,
@@ -506,20 +497,6 @@ function decided(outcome: DecideOutcome): DeviceCodeRecord | "expired" | undefin
 function submittedOnSite(request: Request): boolean {
   if (request.method !== "GET" && request.method !== "HEAD") return true;
   return request.headers.get("sec-fetch-site") === "same-origin";
-}
-
-/**
- * The signed-in human approving: throws `AuthenticationRequiredError` without
- * one, `AccessDeniedError` for a client authenticated with its own credentials.
- */
-export function approverOf(ctx: ContextSource): string {
-  if (!isAuthenticated(ctx))
-    throw new AuthenticationRequiredError("approving a device needs an authenticated human");
-  // A client that authenticated with its own credentials (an agent's key) is no
-  // human: it must never approve a request, least of all its own.
-  if (contextFrom(ctx).get(AUTHORIZATION_VERIFIED) === true)
-    throw new AccessDeniedError("a client's credentials cannot approve a device");
-  return authenticationFrom(ctx)?.name as string;
 }
 
 /** How stores key a user code: SHA-256 of its normalized form, base64url; `undefined` if malformed. */

@@ -3,6 +3,15 @@
  * authentication and token responses and RFC 8414 metadata. It knows clients,
  * device codes and an access-token issuer callback; it never knows agents.
  */
+
+export {
+  type ApprovalMessages,
+  approvalFormHandler,
+  approvalPage,
+  approverOf,
+  type DeviceApproveAction,
+  type DeviceApproveResult,
+} from "./approval-form.ts";
 export {
   type AccessTokenIssuer,
   type AuthorizationServer,
@@ -20,6 +29,8 @@ export {
   authenticateClient,
   type ClientAuthentication,
   type ClientAuthenticationMethod,
+  parseBasicClient,
+  verifyClientSecret,
 } from "./client-authentication.ts";
 export {
   ALL_GRANT_TYPES,
@@ -34,12 +45,7 @@ export {
   type MemoryClientStoreOptions,
   type OAuthClient,
 } from "./clients.ts";
-export {
-  type DeviceApproveAction,
-  type DeviceApproveOptions,
-  type DeviceApproveResult,
-  deviceApproveHandler,
-} from "./device-approve.ts";
+export { type DeviceApproveOptions, deviceApproveHandler } from "./device-approve.ts";
 export {
   DeviceAuthorizationService,
   type DeviceAuthorizationServiceOptions,
