@@ -118,3 +118,13 @@ function integerUpTo(where: string, name: string, value: unknown, max: number, w
     throw new InvalidOptionsError(`${where}: ${name} must be ${what}`);
   return value;
 }
+
+// An absolute path of plain segments: where an endpoint is mounted.
+const MOUNT_PATH = /^\/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]+\/?)*$/;
+
+/** `value` when it is an absolute path with no dot segments, for mounting an endpoint; throws naming `name`. */
+export function mountPathOption(where: string, name: string, value: unknown): string {
+  if (typeof value !== "string" || !MOUNT_PATH.test(value) || /\/\.{1,2}(\/|$)/.test(value))
+    throw new InvalidOptionsError(`${where}: ${name} must be an absolute path`);
+  return value;
+}

@@ -24,3 +24,11 @@ export function httpsUrlOption(name: string, value: unknown): string {
     throw new InvalidOptionsError(`${name} must have no fragment or credentials`);
   return url.href;
 }
+
+/** An issuer identifier (RFC 8414 §2): a URL we may publish, with no query. */
+export function issuerUrlOption(where: string, value: unknown): string {
+  httpsUrlOption(`${where}: issuer`, value);
+  if (new URL(value as string).search !== "")
+    throw new InvalidOptionsError(`${where}: issuer must have no query`);
+  return value as string;
+}

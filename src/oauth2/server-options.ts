@@ -2,10 +2,11 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import {
   bodyLimitOption,
   functionOptions,
+  mountPathOption,
   rejectUnknownKeys,
   timeoutOption,
 } from "../core/options.ts";
-import { httpsUrlOption } from "../core/url.ts";
+import { issuerUrlOption } from "../core/url.ts";
 import type { KeySet } from "../jwt/index.ts";
 import type { ClientStore, OAuthClient } from "./clients.ts";
 import type { DeviceAuthorizationService } from "./device-authorization.ts";
@@ -206,7 +207,7 @@ const WHERE = "authorizationServer";
 /** Checks every option of `authorizationServer` once, naming the key the caller wrote. */
 export function checkServerOptions(options: AuthorizationServerOptions): ServerSettings {
   rejectUnknownKeys(WHERE, options, OPTION_NAMES);
-  const issuer = issuerOption(WHERE, options.issuer);
+  const issuer = issuerUrlOption(WHERE, options.issuer);
   const service = options.service;
   if (typeof service?.begin !== "function" || typeof service.poll !== "function")
     throw new InvalidOptionsError(`${WHERE}: service must be a DeviceAuthorizationService`);
@@ -241,14 +242,6 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-/** The issuer identifier: a URL we may publish (RFC 8414 §2), with no query. */
-export function issuerOption(where: string, value: unknown): string {
-  httpsUrlOption(`${where}: issuer`, value);
-  if (new URL(value as string).search !== "")
-    throw new InvalidOptionsError(`${where}: issuer must have no query`);
-  return value as string;
-}
-
 export function clientStoreOption(where: string, clients: unknown): void {
   if (typeof (clients as ClientStore | undefined)?.get !== "function")
     throw new InvalidOptionsError(`${where}: clients must implement ClientStore`);
@@ -268,26 +261,17 @@ export function serverPaths(
 ): ServerPaths {
   const checked = {
     metadata: wellKnownPath(new URL(issuer)),
-    deviceAuthorization: pathOption(
+    deviceAuthorization: mountPathOption(
       where,
-      "deviceAuthorization",
+      "paths.deviceAuthorization",
       paths?.deviceAuthorization ?? "/oauth/device_authorization",
     ),
-    token: pathOption(where, "token", paths?.token ?? "/oauth/token"),
+    token: mountPathOption(where, "paths.token", paths?.token ?? "/oauth/token"),
     ...(withJwks
-      ? { jwks: pathOption(where, "jwks", paths?.jwks ?? "/.well-known/jwks.json") }
+      ? { jwks: mountPathOption(where, "paths.jwks", paths?.jwks ?? "/.well-known/jwks.json") }
       : {}),
   };
   if (new Set(Object.values(checked)).size !== Object.keys(checked).length)
     throw new InvalidOptionsError(`${where}: two endpoints share a path`);
   return Object.freeze(checked);
-}
-
-const PATH = /^\/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]+\/?)*$/;
-
-/** An absolute path with no dot segments, for mounting an endpoint. */
-export function pathOption(where: string, name: string, value: unknown): string {
-  if (typeof value !== "string" || !PATH.test(value) || /\/\.{1,2}(\/|$)/.test(value))
-    throw new InvalidOptionsError(`${where}: paths.${name} must be an absolute path`);
-  return value;
 }
