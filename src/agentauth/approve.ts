@@ -1,6 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
+import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
 import {
   type ApprovalMessages,
   approvalFormHandler,
@@ -134,8 +134,7 @@ export function agentApproveHandler(
   rejectUnknownKeys("agentApproveHandler", options, ["respond", "maxBodyBytes"]);
   if (typeof runtime?.reviews?.read !== "function")
     throw new InvalidOptionsError("agentApproveHandler: runtime.reviews is missing");
-  if (options.respond !== undefined && typeof options.respond !== "function")
-    throw new InvalidOptionsError("agentApproveHandler: respond must be a function");
+  functionOptions("agentApproveHandler", options, ["respond"]);
   const respond = options.respond ?? defaultPage;
   const maxBodyBytes = bodyLimitOption("agentApproveHandler", options.maxBodyBytes, 8192, 512);
   return approvalFormHandler({

@@ -1,7 +1,7 @@
 import { authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
+import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
 import {
   type ApprovalMessages,
   approvalFormHandler,
@@ -76,8 +76,7 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
     throw new InvalidOptionsError(
       "deviceApproveHandler: service must be a DeviceAuthorizationService",
     );
-  if (options.respond !== undefined && typeof options.respond !== "function")
-    throw new InvalidOptionsError("deviceApproveHandler: respond must be a function");
+  functionOptions("deviceApproveHandler", options, ["respond"]);
   const respond = options.respond ?? defaultPage;
   const maxBodyBytes = bodyLimitOption("deviceApproveHandler", options.maxBodyBytes, 8192, 512);
 
