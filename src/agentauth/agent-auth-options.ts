@@ -17,8 +17,6 @@ import type { GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
 import type { ReplayStore } from "./replay.ts";
 
-import { agentError } from "./wire.ts";
-
 export interface AgentAuthPaths {
   /** @default "/.well-known/agent-configuration" */
   readonly discovery?: string;
