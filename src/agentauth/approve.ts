@@ -1,7 +1,8 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import {
+  type ApprovalFormOptions,
   type ApprovalMessages,
   approvalFormHandler,
   approvalPage,
@@ -134,52 +135,61 @@ export function agentApproveHandler(
   rejectUnknownKeys("agentApproveHandler", options, ["respond", "maxBodyBytes"]);
   if (typeof runtime?.reviews?.read !== "function")
     throw new InvalidOptionsError("agentApproveHandler: runtime.reviews is missing");
-  functionOptions("agentApproveHandler", options, ["respond"]);
-  const respond = options.respond ?? defaultPage;
-  const maxBodyBytes = bodyLimitOption("agentApproveHandler", options.maxBodyBytes, 8192, 512);
-  return approvalFormHandler({
-    what: "an agent",
-    respond,
-    maxBodyBytes,
-    onError: runtime.onError,
-    decide: async (request, action, userCode, form) => {
-      const approver = approverOf(request);
-      const hash = await userCodeHash(userCode);
-      // Checked before the code is looked up: without a review of this code by
-      // this human there is nothing to approve, and nothing learnt about the code.
-      const reviewed =
-        action !== "approve" || hash === undefined
-          ? undefined
-          : await runtime.reviews.read(form.get("review"), approver, hash);
-      if (action === "approve" && reviewed === undefined)
-        return { ok: false, reason: "not_reviewed" };
-      const pending =
-        hash === undefined
-          ? undefined
-          : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
-      if (pending === undefined) {
-        // Counted as a wrong entry, and answered like one, whatever the device store holds.
-        const counted = await service.lookup(request, "");
-        return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
-      }
-      if (reviewed !== undefined) {
-        // The request shown must be the request approved.
-        if (
-          reviewed.principalId !== pending.principalId ||
-          !sameSet(reviewed.capabilities, pending.capabilities)
-        )
-          return { ok: false, reason: "not_reviewed" };
-        // Approved for the agent's own principal id, never the human's.
-        return service.authorize(request, userCode, pending.principalId);
-      }
-      const outcome = await service.deny(request, userCode);
-      if (outcome.ok)
-        await runtime.store(() =>
-          runtime.pending.delete(pending.principalId, pending.userCodeHash),
-        );
-      return outcome;
+  return approvalFormHandler(
+    {
+      what: "an agent",
+      respond: options.respond ?? defaultPage,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(runtime.onError === undefined ? {} : { onError: runtime.onError }),
+      decide: agentDecision(runtime, service),
     },
-  });
+    "agentApproveHandler",
+  );
+}
+
+/**
+ * An agent approval's decision: an approval needs this human's review of this
+ * code, and is for the agent's own principal id; a denial forgets the request.
+ */
+function agentDecision(
+  runtime: AgentRuntime,
+  service: DeviceAuthorizationService,
+): ApprovalFormOptions["decide"] {
+  return async (request, action, userCode, form) => {
+    const approver = approverOf(request);
+    const hash = await userCodeHash(userCode);
+    // Checked before the code is looked up: without a review of this code by
+    // this human there is nothing to approve, and nothing learnt about the code.
+    const reviewed =
+      action !== "approve" || hash === undefined
+        ? undefined
+        : await runtime.reviews.read(form.get("review"), approver, hash);
+    if (action === "approve" && reviewed === undefined)
+      return { ok: false, reason: "not_reviewed" };
+    const pending =
+      hash === undefined
+        ? undefined
+        : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
+    if (pending === undefined) {
+      // Counted as a wrong entry, and answered like one, whatever the device store holds.
+      const counted = await service.lookup(request, "");
+      return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
+    }
+    if (reviewed !== undefined) {
+      // The request shown must be the request approved.
+      if (
+        reviewed.principalId !== pending.principalId ||
+        !sameSet(reviewed.capabilities, pending.capabilities)
+      )
+        return { ok: false, reason: "not_reviewed" };
+      // Approved for the agent's own principal id, never the human's.
+      return service.authorize(request, userCode, pending.principalId);
+    }
+    const outcome = await service.deny(request, userCode);
+    if (outcome.ok)
+      await runtime.store(() => runtime.pending.delete(pending.principalId, pending.userCodeHash));
+    return outcome;
+  };
 }
 
 const AGENT_MESSAGES: ApprovalMessages = {

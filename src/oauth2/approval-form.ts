@@ -7,10 +7,12 @@ import { type ContextSource, contextFrom } from "../core/context.ts";
 import {
   AccessDeniedError,
   AuthenticationRequiredError,
+  InvalidOptionsError,
   StoreUnavailableError,
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
+import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
 import type { UserCodeOutcome } from "./device-authorization.ts";
 import { isFailure, type OAuthParameters, readOAuthParameters } from "./parameters.ts";
@@ -31,42 +33,77 @@ export type DeviceApproveResult =
     };
 
 /**
- * The approval form's handling, public so that every approval page of the
- * device flow (`deviceApproveHandler` here, `agentApproveHandler` of
- * `portcullis/agentauth`, one of your own) answers alike: `POST` only, a
- * signed-in human (401 otherwise, 403 for a client's own credentials), a form
- * with `action` and `user_code`, then `decide`; a store failure answers 503,
- * anything else unexpected a bare 500. `respond` builds the page for the
- * outcome (`approvalPage` is a minimal one).
+ * Options of `approvalFormHandler`.
  *
  * @example
  * ```ts
- * import { approvalFormHandler, approvalPage, approverOf } from "portcullis/oauth2";
+ * import { approvalFormHandler, approvalPage, DeviceAuthorizationService } from "portcullis/oauth2";
  *
+ * const service = new DeviceAuthorizationService({ verificationUri: "https://print.example/approve" });
  * const approve = approvalFormHandler({
  *   what: "a printer",
- *   respond: (result) => approvalPage(result, "Printer approval", messages),
- *   maxBodyBytes: 8192,
- *   onError: undefined,
+ *   respond: (result) =>
+ *     approvalPage(result, "Printer approval", {
+ *       approve: "The printer is approved.",
+ *       deny: "The printer was denied.",
+ *       invalid_code: "That code is unknown or has expired.",
+ *       invalid_request: "The form was incomplete.",
+ *       too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
+ *     }),
  *   decide: (request, action, userCode) =>
  *     action === "approve"
- *       ? service.authorize(request, userCode, approverOf(request))
+ *       ? service.authorize(request, userCode, "printer-7")
  *       : service.deny(request, userCode),
  * });
  * ```
  */
-export function approvalFormHandler(setup: {
+export interface ApprovalFormOptions {
+  /** What is approved, for the sign-in prompt: "a device", "an agent". */
   readonly what: string;
-  readonly respond: (result: DeviceApproveResult, request: Request) => Response | Promise<Response>;
-  readonly maxBodyBytes: number;
-  readonly onError: ((error: unknown, request: Request) => void) | undefined;
+  /** Decides a well-formed post for the signed-in human (`approverOf(request)`). */
   readonly decide: (
     request: Request,
     action: DeviceApproveAction,
     userCode: string | undefined,
     form: OAuthParameters,
   ) => Promise<UserCodeOutcome | { readonly ok: false; readonly reason: "not_reviewed" }>;
-}): Handler {
+  /** Builds the page answering the post (`approvalPage` makes a minimal one). */
+  readonly respond: (result: DeviceApproveResult, request: Request) => Response | Promise<Response>;
+  /**
+   * Largest form body read, in bytes (512 or more).
+   *
+   * @default 8192
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/**
+ * The approval form's handling, public so that every approval page of the
+ * device flow (`deviceApproveHandler` here, `agentApproveHandler` of
+ * `portcullis/agentauth`, one of your own) answers alike: `POST` only, a
+ * signed-in human (401 otherwise, 403 for a client's own credentials), a form
+ * with `action` and `user_code`, then `decide`; a store failure answers 503,
+ * anything else unexpected a bare 500. `where` names the caller in option
+ * errors.
+ */
+export function approvalFormHandler(
+  options: ApprovalFormOptions,
+  where = "approvalFormHandler",
+): Handler {
+  rejectUnknownKeys(where, options, ["what", "decide", "respond", "maxBodyBytes", "onError"]);
+  if (typeof options.what !== "string" || options.what === "")
+    throw new InvalidOptionsError(`${where}: what must be a non-empty string`);
+  functionOptions(where, options, ["decide", "respond", "onError"], ["decide", "respond"]);
+  const setup = {
+    ...options,
+    maxBodyBytes: bodyLimitOption(where, options.maxBodyBytes, 8192, 512),
+  };
   const { respond } = setup;
   return async (request) => {
     if (request.method !== "POST") return methodNotAllowed("POST");

@@ -1,7 +1,7 @@
 import { authenticationFrom } from "../core/authentication.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
-import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
+import { rejectUnknownKeys } from "../core/options.ts";
 import {
   type ApprovalMessages,
   approvalFormHandler,
@@ -76,23 +76,22 @@ export function deviceApproveHandler(options: DeviceApproveOptions): Handler {
     throw new InvalidOptionsError(
       "deviceApproveHandler: service must be a DeviceAuthorizationService",
     );
-  functionOptions("deviceApproveHandler", options, ["respond"]);
-  const respond = options.respond ?? defaultPage;
-  const maxBodyBytes = bodyLimitOption("deviceApproveHandler", options.maxBodyBytes, 8192, 512);
-
-  return approvalFormHandler({
-    what: "a device",
-    respond,
-    maxBodyBytes,
-    onError: options.onError,
-    decide: (request, action, userCode) => {
-      // The device is issued to the human who approves it.
-      const human = authenticationFrom(request)?.name as string;
-      return action === "approve"
-        ? service.authorize(request, userCode, human)
-        : service.deny(request, userCode);
+  return approvalFormHandler(
+    {
+      what: "a device",
+      respond: options.respond ?? defaultPage,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.onError === undefined ? {} : { onError: options.onError }),
+      decide: (request, action, userCode) => {
+        // The device is issued to the human who approves it.
+        const human = authenticationFrom(request)?.name as string;
+        return action === "approve"
+          ? service.authorize(request, userCode, human)
+          : service.deny(request, userCode);
+      },
     },
-  });
+    "deviceApproveHandler",
+  );
 }
 
 const DEVICE_MESSAGES: ApprovalMessages = {

@@ -5,6 +5,7 @@
  */
 
 export {
+  type ApprovalFormOptions,
   type ApprovalMessages,
   approvalFormHandler,
   approvalPage,
