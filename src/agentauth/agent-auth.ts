@@ -22,17 +22,17 @@ import {
   checkAgentAuthOptions,
 } from "./agent-auth-options.ts";
 import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
-import { type AgentApprovalLookup, agentApproveHandler, describeAgentRequest } from "./approve.ts";
+import { type AgentApprovalLookup, agentApproveHandler } from "./approve.ts";
 import { CapabilityRegistry } from "./capabilities.ts";
 import { capabilitiesHandler } from "./capability-list.ts";
 import { discoveryHandler } from "./discovery.ts";
 import { executeHandler } from "./execute.ts";
+import { grantOperations } from "./grant-operations.ts";
 import { type Grant, MemoryGrantStore } from "./grants.ts";
 import { capabilityRefreshGrant, newAccessTokenIssuer } from "./issuer.ts";
 import { MemoryPendingRequestStore } from "./pending.ts";
-import { type RefreshRequest, type RefreshResult, refreshCapabilityToken } from "./refresh.ts";
+import type { RefreshRequest, RefreshResult } from "./refresh.ts";
 import { MemoryReplayStore } from "./replay.ts";
-import { resolveSession } from "./resolve-session.ts";
 import { restartGuard } from "./restart-guard.ts";
 import { approvalReviews } from "./review.ts";
 import { type AgentRuntime, emitter } from "./runtime.ts";
@@ -274,41 +274,4 @@ function capabilityList({ options, numbers }: Setup, runtime: AgentRuntime): Han
     if (check.outcome === "verified") bindAgent(request, check.client);
     return listing(request, ...rest);
   };
-}
-
-/** What the application does with grants: locations, approval pages, refresh, revocation, listing. */
-function grantOperations(runtime: AgentRuntime, service: DeviceAuthorizationService) {
-  const { grants } = runtime;
-  return {
-    resolveSession: (location: string) => resolveSession(runtime, location),
-    describe: (request: Request, userCode: unknown) =>
-      describeAgentRequest(runtime, service, request, userCode),
-    refresh: (principalId: string, request?: RefreshRequest) =>
-      runtime.store(() => refreshCapabilityToken(undefined, principalId, grants, runtime, request)),
-    revoke: (grantId: string, revoked?: readonly string[]) =>
-      revokeGrant(runtime, grantId, revoked),
-    grantsApprovedBy: (name: string) => runtime.store(() => grants.listByApprover(name)),
-  };
-}
-
-/** Revokes a whole grant or some of its capabilities, telling `onEvent` what changed. */
-async function revokeGrant(
-  runtime: AgentRuntime,
-  grantId: string,
-  revoked: readonly string[] | undefined,
-): Promise<Grant | undefined> {
-  const before = await runtime.store(() => runtime.grants.get(grantId));
-  const after = await runtime.store(() => runtime.grants.revoke(grantId, revoked, runtime.now()));
-  if (before === undefined || after === undefined) return after;
-  const removed = before.capabilities.filter((name) => !after.capabilities.includes(name));
-  const whole = after.status === "revoked";
-  if (removed.length > 0 || (before.status !== "revoked" && whole))
-    runtime.emit({
-      type: "grant.revoked",
-      grantId,
-      principalId: after.principalId,
-      capabilities: removed,
-      whole,
-    });
-  return after;
 }
