@@ -10,8 +10,8 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
-import { parseBasicClient, verifyClientSecret } from "../oauth2/client-authentication.ts";
-import type { ClientStore, OAuthClient } from "../oauth2/clients.ts";
+import type { ClientStore, OAuthClient } from "../oauth2/index.ts";
+import { parseBasicClient, verifyClientSecret } from "../oauth2/index.ts";
 import { AGENT_AUTHORITY } from "./resolve-session.ts";
 
 /**

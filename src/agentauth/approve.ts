@@ -2,16 +2,15 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import {
+  type ApprovalFormOptions,
   type ApprovalMessages,
   approvalFormHandler,
   approvalPage,
-  type DeviceApproveResult,
-} from "../oauth2/device-approve.ts";
-import {
   approverOf,
+  type DeviceApproveResult,
   type DeviceAuthorizationService,
   userCodeHash,
-} from "../oauth2/device-authorization.ts";
+} from "../oauth2/index.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */
@@ -136,57 +135,61 @@ export function agentApproveHandler(
   rejectUnknownKeys("agentApproveHandler", options, ["respond", "maxBodyBytes"]);
   if (typeof runtime?.reviews?.read !== "function")
     throw new InvalidOptionsError("agentApproveHandler: runtime.reviews is missing");
-  if (options.respond !== undefined && typeof options.respond !== "function")
-    throw new InvalidOptionsError("agentApproveHandler: respond must be a function");
-  const respond = options.respond ?? defaultPage;
-  const maxBodyBytes = options.maxBodyBytes ?? 8192;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 512)
-    throw new InvalidOptionsError(
-      "agentApproveHandler: maxBodyBytes must be a whole number, 512 or more",
-    );
-  return approvalFormHandler({
-    what: "an agent",
-    respond,
-    maxBodyBytes,
-    onError: runtime.onError,
-    decide: async (request, action, userCode, form) => {
-      const approver = approverOf(request);
-      const hash = await userCodeHash(userCode);
-      // Checked before the code is looked up: without a review of this code by
-      // this human there is nothing to approve, and nothing learnt about the code.
-      const reviewed =
-        action !== "approve" || hash === undefined
-          ? undefined
-          : await runtime.reviews.read(form.get("review"), approver, hash);
-      if (action === "approve" && reviewed === undefined)
-        return { ok: false, reason: "not_reviewed" };
-      const pending =
-        hash === undefined
-          ? undefined
-          : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
-      if (pending === undefined) {
-        // Counted as a wrong entry, and answered like one, whatever the device store holds.
-        const counted = await service.lookup(request, "");
-        return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
-      }
-      if (reviewed !== undefined) {
-        // The request shown must be the request approved.
-        if (
-          reviewed.principalId !== pending.principalId ||
-          !sameSet(reviewed.capabilities, pending.capabilities)
-        )
-          return { ok: false, reason: "not_reviewed" };
-        // Approved for the agent's own principal id, never the human's.
-        return service.authorize(request, userCode, pending.principalId);
-      }
-      const outcome = await service.deny(request, userCode);
-      if (outcome.ok)
-        await runtime.store(() =>
-          runtime.pending.delete(pending.principalId, pending.userCodeHash),
-        );
-      return outcome;
+  return approvalFormHandler(
+    {
+      what: "an agent",
+      respond: options.respond ?? defaultPage,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(runtime.onError === undefined ? {} : { onError: runtime.onError }),
+      decide: agentDecision(runtime, service),
     },
-  });
+    "agentApproveHandler",
+  );
+}
+
+/**
+ * An agent approval's decision: an approval needs this human's review of this
+ * code, and is for the agent's own principal id; a denial forgets the request.
+ */
+function agentDecision(
+  runtime: AgentRuntime,
+  service: DeviceAuthorizationService,
+): ApprovalFormOptions["decide"] {
+  return async (request, action, userCode, form) => {
+    const approver = approverOf(request);
+    const hash = await userCodeHash(userCode);
+    // Checked before the code is looked up: without a review of this code by
+    // this human there is nothing to approve, and nothing learnt about the code.
+    const reviewed =
+      action !== "approve" || hash === undefined
+        ? undefined
+        : await runtime.reviews.read(form.get("review"), approver, hash);
+    if (action === "approve" && reviewed === undefined)
+      return { ok: false, reason: "not_reviewed" };
+    const pending =
+      hash === undefined
+        ? undefined
+        : await runtime.store(() => runtime.pending.getByUserCode(hash, runtime.now()));
+    if (pending === undefined) {
+      // Counted as a wrong entry, and answered like one, whatever the device store holds.
+      const counted = await service.lookup(request, "");
+      return counted.ok ? { ok: false, reason: "invalid_code" } : counted;
+    }
+    if (reviewed !== undefined) {
+      // The request shown must be the request approved.
+      if (
+        reviewed.principalId !== pending.principalId ||
+        !sameSet(reviewed.capabilities, pending.capabilities)
+      )
+        return { ok: false, reason: "not_reviewed" };
+      // Approved for the agent's own principal id, never the human's.
+      return service.authorize(request, userCode, pending.principalId);
+    }
+    const outcome = await service.deny(request, userCode);
+    if (outcome.ok)
+      await runtime.store(() => runtime.pending.delete(pending.principalId, pending.userCodeHash));
+    return outcome;
+  };
 }
 
 const AGENT_MESSAGES: ApprovalMessages = {

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
+import { isHttpsOrLoopback } from "../core/url.ts";
 import {
   type ArgumentCheck,
   checkPlainArguments,
@@ -145,8 +146,7 @@ function toCapability(definition: CapabilityDefinition): Capability {
 function isLocation(value: unknown): boolean {
   if (typeof value !== "string" || !URL.canParse(value)) return false;
   const url = new URL(value);
-  const loopback = ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname);
-  return (url.protocol === "https:" || (url.protocol === "http:" && loopback)) && url.hash === "";
+  return isHttpsOrLoopback(url) && url.hash === "";
 }
 
 function frozenCopy(where: string, schema: JsonSchema | undefined): JsonSchema | undefined {

@@ -1,9 +1,12 @@
 import { isAuthenticated } from "../core/authentication.ts";
 import { base64url, fromBase64url } from "../core/encoding.ts";
 import type { Handler } from "../core/handler.ts";
+import { refuseOtherMethods } from "../core/http-method.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { type CapabilityRegistry, listingOf } from "./capabilities.ts";
 import { agentError, agentJson } from "./wire.ts";
+
+const READ_METHODS = ["GET", "HEAD"];
 
 /**
  * Options of `capabilitiesHandler`; `agentAuth` builds one for you.
@@ -35,8 +38,8 @@ export function capabilitiesHandler(options: CapabilitiesOptions): Handler {
   rejectUnknownKeys("capabilitiesHandler", options, ["registry", "discoveryUrl"]);
   const { registry, discoveryUrl } = options;
   return async (request) => {
-    if (request.method !== "GET" && request.method !== "HEAD")
-      return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
+    const refused = refuseOtherMethods(request, READ_METHODS);
+    if (refused !== undefined) return refused;
     if (!isAuthenticated(request))
       return agentError("authentication_required", "authenticate to list capabilities", {
         challenges: [`AgentAuth discovery="${discoveryUrl}"`],

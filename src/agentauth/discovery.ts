@@ -1,8 +1,11 @@
 import type { Handler } from "../core/handler.ts";
+import { refuseOtherMethods } from "../core/http-method.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import type { AuthorizationServerMetadata } from "../oauth2/authorization-server.ts";
+import type { AuthorizationServerMetadata } from "../oauth2/index.ts";
 import type { AgentUrls } from "./runtime.ts";
 import { AGENT_AUTH_VERSION } from "./wire.ts";
+
+const READ_METHODS = ["GET", "HEAD"];
 
 /**
  * Options of `discoveryHandler`; `agentAuth` builds one for you.
@@ -74,8 +77,8 @@ export function discoveryHandler(options: DiscoveryOptions): Handler {
     ...(oauth.jwks_uri === undefined ? {} : { jwks_uri: oauth.jwks_uri }),
   });
   return async (request) => {
-    if (request.method !== "GET" && request.method !== "HEAD")
-      return new Response(null, { status: 405, headers: { allow: "GET, HEAD" } });
+    const refused = refuseOtherMethods(request, READ_METHODS);
+    if (refused !== undefined) return refused;
     return new Response(request.method === "HEAD" ? null : document, {
       headers: { "content-type": "application/json", "cache-control": "public, max-age=3600" },
     });

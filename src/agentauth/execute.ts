@@ -1,7 +1,8 @@
-import { readRequestBody } from "../core/body.ts";
-import { InvalidOptionsError } from "../core/errors.ts";
+import { bearerToken } from "../core/bearer.ts";
+import { readJsonBody } from "../core/body.ts";
 import type { Handler } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { methodNotAllowed } from "../core/http-method.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { reportError } from "../core/problem.ts";
 import type { Capability, CapabilityHandler } from "./capabilities.ts";
 import { agentFailure, openRequestSession, refuseAgent } from "./resolve-session.ts";
@@ -9,14 +10,13 @@ import type { AgentRuntime } from "./runtime.ts";
 import {
   type AgentDenial,
   type AgentSession,
-  bearerToken,
   INVALID_TOKEN,
   type OpenedSession,
   TOKEN_REQUIRED,
 } from "./session.ts";
 import { agentError } from "./wire.ts";
 
-export { bearerToken } from "./session.ts";
+export { bearerToken } from "../core/bearer.ts";
 
 /**
  * Options of `executeHandler`. With `agentAuth`, set `maxBodyBytes` there.
@@ -49,7 +49,7 @@ export interface ExecuteOptions {
 export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = {}): Handler {
   const maxBodyBytes = checkedMaxBodyBytes(options);
   return async (request) => {
-    if (request.method !== "POST") return postOnly();
+    if (request.method !== "POST") return methodNotAllowed("POST");
     const token = presentedToken(runtime, request);
     if (token instanceof Response) return token;
     const opened = await openRequestSession(runtime, request, token, runtime.urls.execute);
@@ -64,19 +64,7 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
 
 function checkedMaxBodyBytes(options: ExecuteOptions): number {
   rejectUnknownKeys("executeHandler", options, ["maxBodyBytes"]);
-  const maxBodyBytes = options.maxBodyBytes ?? 65_536;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 256)
-    throw new InvalidOptionsError(
-      "executeHandler: maxBodyBytes must be a whole number, 256 or more",
-    );
-  return maxBodyBytes;
-}
-
-function postOnly(): Response {
-  return new Response(null, {
-    status: 405,
-    headers: { allow: "POST", "cache-control": "no-store" },
-  });
+  return bodyLimitOption("executeHandler", options.maxBodyBytes, 65_536, 256);
 }
 
 /** The bearer token, or the refusal when none or a malformed one is presented. */
@@ -208,24 +196,22 @@ interface ExecuteBody {
   readonly arguments: Readonly<Record<string, unknown>>;
 }
 
+const BODY_FAILURES = {
+  media_type: ["the body must be application/json", 415],
+  too_large: ["the body is too large", 413],
+  unreadable: ["the body could not be read", 400],
+  malformed: ["the body is not JSON", 400],
+} as const;
+
 async function readBody(request: Request, maxBytes: number): Promise<ExecuteBody | Response> {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json")
-    return agentError("invalid_request", "the body must be application/json", { status: 415 });
-  const read = await readRequestBody(request, maxBytes);
-  if (read.outcome === "too_large")
-    return agentError("invalid_request", `the body is larger than ${maxBytes} bytes`, {
-      status: 413,
-    });
-  if (read.outcome === "unreadable")
-    return agentError("invalid_request", "the body could not be read");
-  const { bytes } = read;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch {
-    return agentError("invalid_request", "the body is not JSON");
+  const read = await readJsonBody(request, maxBytes);
+  if (!read.ok) {
+    const [message, status] = BODY_FAILURES[read.failure];
+    const said =
+      read.failure === "too_large" ? `the body is larger than ${maxBytes} bytes` : message;
+    return agentError("invalid_request", said, { status });
   }
+  const parsed = read.value;
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     return agentError("invalid_request", "the body must be a JSON object");
   const { capability, arguments: args } = parsed as Record<string, unknown>;

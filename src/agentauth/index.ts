@@ -5,6 +5,8 @@
  *
  * @module portcullis/agentauth
  */
+
+export { bearerToken } from "../core/bearer.ts";
 export {
   type AgentAuth,
   type AgentAuthOptions,
@@ -31,7 +33,7 @@ export {
 export { type CapabilitiesOptions, capabilitiesHandler } from "./capability-list.ts";
 export { type DiscoveryOptions, discoveryHandler } from "./discovery.ts";
 export type { AgentEvent, AgentEventListener } from "./events.ts";
-export { bearerToken, type ExecuteOptions, executeHandler } from "./execute.ts";
+export { type ExecuteOptions, executeHandler } from "./execute.ts";
 export {
   effectiveStatus,
   type Grant,

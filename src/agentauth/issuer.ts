@@ -1,8 +1,5 @@
 import { randomToken } from "../core/encoding.ts";
-import type {
-  AccessTokenIssuer,
-  ClientCredentialsHandler,
-} from "../oauth2/authorization-server.ts";
+import type { AccessTokenIssuer, ClientCredentialsHandler } from "../oauth2/index.ts";
 import type { Grant } from "./grants.ts";
 import { refreshCapabilityToken, tokenTarget } from "./refresh.ts";
 import type { AgentRuntime } from "./runtime.ts";

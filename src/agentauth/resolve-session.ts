@@ -3,6 +3,7 @@ import {
   createAuthentication,
   isAuthenticated,
 } from "../core/authentication.ts";
+import { bearerToken } from "../core/bearer.ts";
 import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
@@ -11,7 +12,6 @@ import type { AgentRuntime } from "./runtime.ts";
 import {
   AGENT_SESSION,
   type AgentDenial,
-  bearerToken,
   emitDenial,
   isDenial,
   type OpenedSession,

@@ -1,7 +1,6 @@
 import { JwtInvalidError } from "../core/errors.ts";
-import type { KeySet } from "../jwt/keys.ts";
-import { jwtSigner } from "../jwt/sign.ts";
-import { jwtVerifier } from "../jwt/verify.ts";
+import type { KeySet } from "../jwt/index.ts";
+import { jwtSigner, jwtVerifier } from "../jwt/index.ts";
 
 /** The `typ` of review tokens: never taken for a capability token, nor one for it. */
 export const APPROVAL_REVIEW_TYPE = "portcullis-approval-review+jwt";

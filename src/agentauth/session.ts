@@ -166,11 +166,3 @@ export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience:
   });
 }
 
-const BEARER = /^bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
-
-/** The bearer token of `Authorization`, `null` when none is presented, `undefined` when malformed. */
-export function bearerToken(request: Request): string | null | undefined {
-  const header = request.headers.get("authorization");
-  if (header === null || !/^bearer(?: |$)/i.test(header)) return null;
-  return BEARER.exec(header)?.[1];
-}

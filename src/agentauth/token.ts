@@ -1,8 +1,7 @@
 import { InvalidOptionsError, JwtInvalidError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import type { KeySet } from "../jwt/keys.ts";
-import { jwtSigner } from "../jwt/sign.ts";
-import { type JwtClaims, jwtVerifier } from "../jwt/verify.ts";
+import type { KeySet } from "../jwt/index.ts";
+import { type JwtClaims, jwtSigner, jwtVerifier } from "../jwt/index.ts";
 
 /** The `typ` of capability tokens: our own, so no other JWT is ever taken for one. */
 export const CAPABILITY_TOKEN_TYPE = "portcullis-capability+jwt";

@@ -80,3 +80,60 @@ export async function readAtMost(
   }
   return out;
 }
+
+/** The media type of a request's `Content-Type`, lower-cased, without parameters ("" when absent). */
+export function mediaTypeOf(request: Request): string {
+  return (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+}
+
+/**
+ * Why a typed body was not read, for the caller to answer in its protocol's
+ * shape: `media_type` (415 or the protocol's word for it), `too_large` (413),
+ * `unreadable` (the client broke off), `malformed` (not UTF-8, or not the
+ * syntax of its type).
+ */
+export type BodyFailure = "media_type" | "too_large" | "unreadable" | "malformed";
+
+export type TypedBody<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly failure: BodyFailure };
+
+/** An `application/x-www-form-urlencoded` body, up to `maxBytes`, as its name-value pairs in order. */
+export async function readFormBody(
+  request: Request,
+  maxBytes: number,
+): Promise<TypedBody<URLSearchParams>> {
+  const text = await readText(request, maxBytes, "application/x-www-form-urlencoded");
+  return text.ok ? { ok: true, value: new URLSearchParams(text.value) } : text;
+}
+
+/** An `application/json` body, up to `maxBytes`, parsed (any JSON value). */
+export async function readJsonBody(
+  request: Request,
+  maxBytes: number,
+): Promise<TypedBody<unknown>> {
+  const text = await readText(request, maxBytes, "application/json");
+  if (!text.ok) return text;
+  try {
+    return { ok: true, value: JSON.parse(text.value) as unknown };
+  } catch {
+    return { ok: false, failure: "malformed" };
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+async function readText(
+  request: Request,
+  maxBytes: number,
+  type: string,
+): Promise<TypedBody<string>> {
+  if (mediaTypeOf(request) !== type) return { ok: false, failure: "media_type" };
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome !== "read") return { ok: false, failure: read.outcome };
+  try {
+    return { ok: true, value: utf8.decode(read.bytes) };
+  } catch {
+    return { ok: false, failure: "malformed" };
+  }
+}

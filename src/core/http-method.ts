@@ -80,3 +80,16 @@ function distance(a: string, b: string): number {
   }
   return row[b.length] as number;
 }
+
+/** 405 with `Allow` (RFC 9110 §15.5.6), for a method an endpoint does not serve; never cached. */
+export function methodNotAllowed(allow: string): Response {
+  return new Response(null, { status: 405, headers: { allow, "cache-control": "no-store" } });
+}
+
+/** `methodNotAllowed` naming `allowed` unless the request's method is one of them; else `undefined`. */
+export function refuseOtherMethods(
+  request: Request,
+  allowed: readonly string[],
+): Response | undefined {
+  return allowed.includes(request.method) ? undefined : methodNotAllowed(allowed.join(", "));
+}

@@ -62,8 +62,69 @@ export function positiveInteger(
   return integerUpTo(where, name, value ?? fallback, Number.MAX_SAFE_INTEGER, "a positive integer");
 }
 
+/** `value`, or `fallback` when it is undefined; throws unless a whole number from `min` to `max`. */
+export function integerOption(
+  where: string,
+  name: string,
+  value: unknown,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const checked = value ?? fallback;
+  if (
+    typeof checked !== "number" ||
+    !Number.isSafeInteger(checked) ||
+    checked < min ||
+    checked > max
+  )
+    throw new InvalidOptionsError(`${where}: ${name} must be a whole number from ${min} to ${max}`);
+  return checked;
+}
+
+/**
+ * The largest body an endpoint reads (`maxBodyBytes`), or `fallback`: a whole
+ * number, `min` or more (enough for the smallest request it must take).
+ */
+export function bodyLimitOption(
+  where: string,
+  value: unknown,
+  fallback: number,
+  min: number,
+  name = "maxBodyBytes",
+): number {
+  const checked = value ?? fallback;
+  if (typeof checked !== "number" || !Number.isSafeInteger(checked) || checked < min)
+    throw new InvalidOptionsError(`${where}: ${name} must be a whole number, ${min} or more`);
+  return checked;
+}
+
+/** Throws unless each of `names` in `options` is a function (or absent, unless `required`). */
+export function functionOptions(
+  where: string,
+  options: object,
+  names: readonly string[],
+  required: readonly string[] = [],
+): void {
+  for (const name of names) {
+    const value = (options as Record<string, unknown>)[name];
+    if ((value !== undefined || required.includes(name)) && typeof value !== "function")
+      throw new InvalidOptionsError(`${where}: ${name} must be a function`);
+  }
+}
+
 function integerUpTo(where: string, name: string, value: unknown, max: number, what: string) {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1 || value > max)
     throw new InvalidOptionsError(`${where}: ${name} must be ${what}`);
+  return value;
+}
+
+// An absolute path of plain segments: where an endpoint is mounted.
+const MOUNT_PATH = /^\/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]+\/?)*$/;
+
+/** `value` when it is an absolute path with no dot segments, for mounting an endpoint; throws naming `name`. */
+export function mountPathOption(where: string, name: string, value: unknown): string {
+  if (typeof value !== "string" || !MOUNT_PATH.test(value) || /\/\.{1,2}(\/|$)/.test(value))
+    throw new InvalidOptionsError(`${where}: ${name} must be an absolute path`);
   return value;
 }

@@ -1,4 +1,4 @@
-const encoder = new TextEncoder();
+import { sha256 } from "./digest.ts";
 
 /**
  * Compares two secrets in time independent of where they differ and of their
@@ -9,13 +9,8 @@ export async function timingSafeEqual(
   a: string | Uint8Array,
   b: string | Uint8Array,
 ): Promise<boolean> {
-  const [ha, hb] = await Promise.all([digest(a), digest(b)]);
+  const [ha, hb] = await Promise.all([sha256(a), sha256(b)]);
   let diff = 0;
   for (let i = 0; i < ha.length; i++) diff |= (ha[i] as number) ^ (hb[i] as number);
   return diff === 0;
-}
-
-async function digest(value: string | Uint8Array): Promise<Uint8Array> {
-  const bytes = typeof value === "string" ? encoder.encode(value) : value;
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
 }

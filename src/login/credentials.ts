@@ -1,6 +1,7 @@
 import { addressNetwork, clientAddress } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
-import { base64url, randomToken } from "../core/encoding.ts";
+import { sha256Base64url as digest } from "../core/digest.ts";
+import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import {
   type AttemptReservation,
@@ -432,9 +433,4 @@ function report(throttle: Throttle, error: unknown): void {
   } catch {
     // A failing logger must not change the answer.
   }
-}
-
-async function digest(text: string): Promise<string> {
-  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return base64url(new Uint8Array(bytes));
 }

@@ -1,9 +1,15 @@
 import { createAuthentication } from "../core/authentication.ts";
-import { readRequestBody } from "../core/body.ts";
+import {
+  mediaTypeOf,
+  readFormBody,
+  readJsonBody,
+  readRequestBody,
+  type TypedBody,
+} from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sameOriginPath } from "../core/redirect.ts";
@@ -114,9 +120,7 @@ function loginLeg(options: LoginOptions): Middleware {
       );
     }
   }
-  const maxBodyBytes = options.maxBodyBytes ?? 8 * 1024;
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1)
-    throw new InvalidOptionsError("login: maxBodyBytes must be a positive integer");
+  const maxBodyBytes = bodyLimitOption("login", options.maxBodyBytes, 8 * 1024, 1);
 
   return (next) =>
     async (request, ...rest) => {
@@ -185,19 +189,15 @@ async function signIn(session: Session, user: LoginUser): Promise<void> {
 }
 
 function isForm(request: Request): boolean {
-  const type = mediaType(request);
+  const type = mediaTypeOf(request);
   return type === "application/x-www-form-urlencoded" || type === "multipart/form-data";
-}
-
-function mediaType(request: Request): string {
-  return (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
 async function readCredentials(
   request: Request,
   maxBytes: number,
 ): Promise<{ username: string; password: string; next?: string } | Response> {
-  const type = mediaType(request);
+  const type = mediaTypeOf(request);
   if (
     type !== "application/json" &&
     type !== "application/x-www-form-urlencoded" &&
@@ -205,34 +205,13 @@ async function readCredentials(
   ) {
     return problemResponse(415, { detail: "Send the credentials as JSON or as a form." });
   }
-  const read = await readRequestBody(request, maxBytes);
-  if (read.outcome === "too_large") return problemResponse(413);
-  if (read.outcome === "unreadable") return unreadableBodyResponse();
-  const { bytes } = read;
-  let username: unknown;
-  let password: unknown;
-  let next: unknown;
-  try {
-    if (type === "application/json") {
-      const body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) as unknown;
-      if (typeof body !== "object" || body === null) throw new TypeError("not an object");
-      ({ username, password } = body as Record<string, unknown>);
-    } else if (type === "application/x-www-form-urlencoded") {
-      const form = new URLSearchParams(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-      username = form.get("username");
-      password = form.get("password");
-      next = form.get("next");
-    } else {
-      const form = await new Response(bytes as Uint8Array<ArrayBuffer>, {
-        headers: { "content-type": request.headers.get("content-type") as string },
-      }).formData();
-      username = form.get("username");
-      password = form.get("password");
-      next = form.get("next");
-    }
-  } catch {
+  const fields = await readLoginFields(request, type, maxBytes);
+  if (!fields.ok) {
+    if (fields.failure === "too_large") return problemResponse(413);
+    if (fields.failure === "unreadable") return unreadableBodyResponse();
     return problemResponse(400, { detail: "The login body is malformed." });
   }
+  const { username, password, next } = fields.value;
   if (
     typeof username !== "string" ||
     typeof password !== "string" ||
@@ -245,6 +224,46 @@ async function readCredentials(
     return problemResponse(400, { detail: "username or password is too long." });
   }
   return { username, password, ...(typeof next === "string" ? { next } : {}) };
+}
+
+interface LoginFields {
+  readonly username: unknown;
+  readonly password: unknown;
+  readonly next?: unknown;
+}
+
+/** The credential fields of a JSON, form or multipart body (the type already checked). */
+async function readLoginFields(
+  request: Request,
+  type: string,
+  maxBytes: number,
+): Promise<TypedBody<LoginFields>> {
+  if (type === "application/json") {
+    const body = await readJsonBody(request, maxBytes);
+    if (!body.ok) return body;
+    if (typeof body.value !== "object" || body.value === null)
+      return { ok: false, failure: "malformed" };
+    const { username, password } = body.value as Record<string, unknown>;
+    return { ok: true, value: { username, password } };
+  }
+  if (type === "application/x-www-form-urlencoded") {
+    const form = await readFormBody(request, maxBytes);
+    return form.ok ? { ok: true, value: formFields(form.value) } : form;
+  }
+  const read = await readRequestBody(request, maxBytes);
+  if (read.outcome !== "read") return { ok: false, failure: read.outcome };
+  try {
+    const form = await new Response(read.bytes as Uint8Array<ArrayBuffer>, {
+      headers: { "content-type": request.headers.get("content-type") as string },
+    }).formData();
+    return { ok: true, value: formFields(form) };
+  } catch {
+    return { ok: false, failure: "malformed" };
+  }
+}
+
+function formFields(form: { get(name: string): unknown }): LoginFields {
+  return { username: form.get("username"), password: form.get("password"), next: form.get("next") };
 }
 
 function redirect(location: string): Response {

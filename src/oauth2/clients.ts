@@ -1,4 +1,5 @@
-import { base64url, randomToken } from "../core/encoding.ts";
+import { sha256Base64url } from "../core/digest.ts";
+import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
@@ -62,8 +63,7 @@ const HASH = /^sha256:[A-Za-z0-9_-]{43}$/;
 
 /** `sha256:<base64url>`: client secrets are random and long, so one fast hash suffices. */
 export async function hashClientSecret(secret: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
-  return `sha256:${base64url(new Uint8Array(digest))}`;
+  return `sha256:${await sha256Base64url(secret)}`;
 }
 
 /** A new random secret of 256 bits. */

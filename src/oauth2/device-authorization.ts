@@ -1,21 +1,12 @@
-import {
-  AUTHORIZATION_VERIFIED,
-  authenticationFrom,
-  isAuthenticated,
-} from "../core/authentication.ts";
 import { clientAddressOf } from "../core/client-address.ts";
-import { type ContextSource, contextFrom } from "../core/context.ts";
-import { base64url, randomToken } from "../core/encoding.ts";
-import {
-  AccessDeniedError,
-  AuthenticationRequiredError,
-  InvalidOptionsError,
-  StoreUnavailableError,
-} from "../core/errors.ts";
+import type { ContextSource } from "../core/context.ts";
+import { sha256Base64url as sha256 } from "../core/digest.ts";
+import { randomToken } from "../core/encoding.ts";
+import { StoreUnavailableError } from "../core/errors.ts";
 import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
-import { rejectUnknownKeys } from "../core/options.ts";
 import { storeCaller } from "../core/store-call.ts";
+import { approverOf } from "./approval-form.ts";
 import {
   type DecideOutcome,
   type DeviceCodeRecord,
@@ -23,139 +14,15 @@ import {
   MemoryDeviceCodeStore,
   type PollOutcome,
 } from "./device-code-store.ts";
+import {
+  checkServiceOptions,
+  type DeviceAuthorizationServiceOptions,
+} from "./device-service-options.ts";
 import { formatUserCode, generateUserCode, normalizeUserCode } from "./user-code.ts";
 import type { DeviceAuthorizationResponseBody } from "./wire.ts";
 
 /** RFC 8628 §3.5: each `slow_down` adds five seconds to the interval. */
 export const SLOW_DOWN_MS = 5_000;
-
-/**
- * How many wrong user codes approvers may enter: the `userCodeAttempts`
- * option of `DeviceAuthorizationService`. Each entry is counted against the
- * approver's budget, the overall one and, unless it is the approver's first
- * entry in the window, the budget of the client address it came from; a
- * right code gives its counts back. Past a budget even the right code is
- * refused (429) until the window ends.
- *
- * The overall budget bounds guessing: with L live codes among 20^8, each
- * guess hits one with chance L / 20^8 (L = 1000: 3.9e-8), so the defaults
- * (10 000 per 15 minutes) allow at most 40 000 guesses an hour, a chance
- * under 0.16 % an hour to hit any of 1000 live codes. It is large enough
- * that exhausting it takes 2000 accounts and 500 client addresses; one
- * approver's budget is spent only by that approver, and an address's budget
- * never refuses an approver's first entry.
- *
- * @example
- * ```ts
- * import { DeviceAuthorizationService } from "portcullis/oauth2";
- * import { RedisLoginAttemptStore } from "portcullis/stores/redis";
- *
- * const service = new DeviceAuthorizationService({
- *   verificationUri: "https://api.example.com/device",
- *   userCodeAttempts: {
- *     perApprover: 3,
- *     store: new RedisLoginAttemptStore({ client: redis, prefix: "portcullis:usercodes:" }),
- *   },
- * });
- * ```
- */
-export interface UserCodeAttemptOptions {
-  /**
-   * Where wrong entries are counted; use a shared store for several instances.
-   *
-   * @default a new `MemoryLoginAttemptStore()`
-   */
-  readonly store?: LoginAttemptStore;
-  /**
-   * Wrong user codes one approver may enter per window (1 to 1000).
-   *
-   * @default 5
-   */
-  readonly perApprover?: number;
-  /**
-   * Wrong user codes entered from one client address per window (1 to
-   * 100 000), an approver's first entry excepted. Not applied when the chain
-   * resolved no client address.
-   *
-   * @default 20
-   */
-  readonly perAddress?: number;
-  /**
-   * Wrong user codes all approvers together may enter per window, bounding the
-   * chance that guessing hits any live code.
-   *
-   * @default 10_000
-   */
-  readonly overall?: number;
-  /**
-   * How long the counts last, in ms (1 s to 24 h).
-   *
-   * @default 900_000 (15 minutes)
-   */
-  readonly windowMs?: number;
-}
-
-/**
- * Options of `DeviceAuthorizationService`.
- *
- * @example
- * ```ts
- * import { DeviceAuthorizationService } from "portcullis/oauth2";
- * import { RedisDeviceCodeStore } from "portcullis/stores/redis";
- *
- * const service = new DeviceAuthorizationService({
- *   verificationUri: "https://api.example.com/device",
- *   store: new RedisDeviceCodeStore({ client: redis }), // shared by every instance
- *   lifetimeSeconds: 900,
- * });
- * ```
- */
-export interface DeviceAuthorizationServiceOptions {
-  /** The absolute URL of the page where humans enter user codes. */
-  readonly verificationUri: string;
-  /**
-   * Where device codes live; use a shared store for several instances.
-   *
-   * @default a new `MemoryDeviceCodeStore()`
-   */
-  readonly store?: DeviceCodeStore;
-  /**
-   * How long a device code lives, in seconds (1 to 86 400).
-   *
-   * @default 600
-   */
-  readonly lifetimeSeconds?: number;
-  /**
-   * The polling interval handed out, in seconds (1 to 300).
-   *
-   * @default 5
-   */
-  readonly intervalSeconds?: number;
-  /**
-   * How many wrong user codes approvers may enter.
-   *
-   * @default { perApprover: 5, perAddress: 20, overall: 10_000, windowMs: 900_000 } (memory store)
-   */
-  readonly userCodeAttempts?: UserCodeAttemptOptions;
-  /**
-   * A store call not answered within this many ms fails (503).
-   *
-   * @default 1000
-   */
-  readonly storeTimeoutMs?: number;
-  /**
-   * Told about store failures.
-   *
-   * @default console.error, at most once every 10 s
-   */
-  readonly onStoreError?: (error: unknown) => void;
-  /**
-   * Clock, in milliseconds since the epoch.
-   *
-   * @default Date.now
-   */
-  readonly now?: () => number;
-}
 
 /** What a human's entry of a user code came to. */
 export type UserCodeOutcome =
@@ -217,54 +84,19 @@ export class DeviceAuthorizationService {
   readonly #now: () => number;
 
   constructor(options: DeviceAuthorizationServiceOptions) {
-    rejectUnknownKeys("DeviceAuthorizationService", options, [
-      "verificationUri",
-      "store",
-      "lifetimeSeconds",
-      "intervalSeconds",
-      "userCodeAttempts",
-      "storeTimeoutMs",
-      "onStoreError",
-      "now",
-    ]);
-    this.verificationUri = absoluteUrl("verificationUri", options?.verificationUri);
-    this.lifetimeSeconds = integer("lifetimeSeconds", options.lifetimeSeconds ?? 600, 1, 86_400);
-    this.intervalSeconds = integer("intervalSeconds", options.intervalSeconds ?? 5, 1, 300);
-    this.#store = options.store ?? new MemoryDeviceCodeStore();
-    for (const method of ["create", "findByUserCode", "decide", "poll"] as const) {
-      if (typeof this.#store?.[method] !== "function")
-        throw new InvalidOptionsError(
-          `DeviceAuthorizationService: store must implement DeviceCodeStore; ${method} is missing`,
-        );
-    }
-    const attempts = options.userCodeAttempts ?? {};
-    rejectUnknownKeys("DeviceAuthorizationService: userCodeAttempts", attempts, [
-      "store",
-      "perApprover",
-      "perAddress",
-      "overall",
-      "windowMs",
-    ]);
-    this.#attempts = attempts.store ?? new MemoryLoginAttemptStore();
-    this.#perApprover = integer("userCodeAttempts.perApprover", attempts.perApprover ?? 5, 1, 1000);
-    this.#perAddress = integer(
-      "userCodeAttempts.perAddress",
-      attempts.perAddress ?? 20,
-      1,
-      100_000,
-    );
-    this.#overall = integer("userCodeAttempts.overall", attempts.overall ?? 10_000, 1, 1e9);
-    this.#windowMs = integer(
-      "userCodeAttempts.windowMs",
-      attempts.windowMs ?? 15 * 60_000,
-      1000,
-      864e5,
-    );
-    if (options.onStoreError !== undefined && typeof options.onStoreError !== "function")
-      throw new InvalidOptionsError("DeviceAuthorizationService: onStoreError must be a function");
+    const settings = checkServiceOptions(options);
+    this.verificationUri = settings.verificationUri;
+    this.lifetimeSeconds = settings.lifetimeSeconds;
+    this.intervalSeconds = settings.intervalSeconds;
+    this.#store = settings.store;
+    this.#attempts = settings.attempts;
+    this.#perApprover = settings.perApprover;
+    this.#perAddress = settings.perAddress;
+    this.#overall = settings.overall;
+    this.#windowMs = settings.windowMs;
     this.#call = storeCaller({
       what: "the device code store",
-      timeoutMs: integer("storeTimeoutMs", options.storeTimeoutMs ?? 1000, 1, 60_000),
+      timeoutMs: settings.storeTimeoutMs,
       report: options.onStoreError ?? throttledConsole("device code store failed"),
       // Built-in memory stores answer within the call: no timer for them.
       timed:
@@ -506,47 +338,13 @@ function submittedOnSite(request: Request): boolean {
   return request.headers.get("sec-fetch-site") === "same-origin";
 }
 
-/**
- * The signed-in human approving: throws `AuthenticationRequiredError` without
- * one, `AccessDeniedError` for a client authenticated with its own credentials.
- */
-export function approverOf(ctx: ContextSource): string {
-  if (!isAuthenticated(ctx))
-    throw new AuthenticationRequiredError("approving a device needs an authenticated human");
-  // A client that authenticated with its own credentials (an agent's key) is no
-  // human: it must never approve a request, least of all its own.
-  if (contextFrom(ctx).get(AUTHORIZATION_VERIFIED) === true)
-    throw new AccessDeniedError("a client's credentials cannot approve a device");
-  return authenticationFrom(ctx)?.name as string;
-}
-
 /** How stores key a user code: SHA-256 of its normalized form, base64url; `undefined` if malformed. */
 export async function userCodeHash(userCode: unknown): Promise<string | undefined> {
   const code = normalizeUserCode(userCode);
   return code === undefined ? undefined : sha256(code);
 }
 
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return base64url(new Uint8Array(digest));
-}
-
-function integer(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max)
-    throw new InvalidOptionsError(
-      `DeviceAuthorizationService: ${name} must be a whole number from ${min} to ${max}`,
-    );
-  return value;
-}
-
-export function absoluteUrl(name: string, value: unknown): string {
-  if (typeof value !== "string" || !URL.canParse(value))
-    throw new InvalidOptionsError(`${name} must be an absolute URL`);
-  const url = new URL(value);
-  const loopback = ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback))
-    throw new InvalidOptionsError(`${name} must use https (http only on loopback)`);
-  if (url.hash !== "" || url.username !== "" || url.password !== "")
-    throw new InvalidOptionsError(`${name} must have no fragment or credentials`);
-  return url.href;
-}
+export type {
+  DeviceAuthorizationServiceOptions,
+  UserCodeAttemptOptions,
+} from "./device-service-options.ts";

@@ -1,6 +1,65 @@
+import { withDeadline } from "../core/deadline.ts";
 import { StoreUnavailableError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { refuseOtherMethods } from "../core/http-method.ts";
 import { reportError } from "../core/problem.ts";
+import { authenticateClient } from "./client-authentication.ts";
+import type { OAuthClient } from "./clients.ts";
+import { isFailure, type OAuthParameters, readOAuthParameters } from "./parameters.ts";
+import type { ServerSettings } from "./server-options.ts";
 import { oauthError } from "./wire.ts";
+
+/** A request to a client-authenticated endpoint, its form read and its client known. */
+export interface ClientCall {
+  readonly request: Request;
+  readonly params: OAuthParameters;
+  readonly client: OAuthClient;
+}
+
+const POST_ONLY = ["POST"];
+
+/**
+ * An endpoint of RFC 6749 §2.3 shape, as named steps: `POST` only, the form
+ * read, the client authenticated, then `serve`; whatever throws is answered by
+ * `failureResponse`.
+ */
+export function clientEndpoint(
+  settings: ServerSettings,
+  serve: (call: ClientCall) => Promise<Response>,
+): Handler {
+  const authenticate = clientAuthentication(settings);
+  return async (request) => {
+    const refused = refuseOtherMethods(request, POST_ONLY);
+    if (refused !== undefined) return refused;
+    try {
+      const call = await authenticate(request);
+      return call instanceof Response ? call : await serve(call);
+    } catch (error) {
+      return failureResponse(error, request, settings.onError);
+    }
+  };
+}
+
+/** Reads the form and authenticates the client; an OAuth error response when either fails. */
+function clientAuthentication(
+  settings: ServerSettings,
+): (request: Request) => Promise<ClientCall | Response> {
+  const { clients, storeTimeoutMs, maxBodyBytes, publicClients } = settings;
+  const lookup = (clientId: string) =>
+    withDeadline(clients.get(clientId), storeTimeoutMs, "the client store").catch((error) => {
+      throw new StoreUnavailableError("the client store failed or did not answer in time", {
+        cause: error,
+      });
+    });
+  return async (request) => {
+    const params = await readOAuthParameters(request, maxBodyBytes);
+    if (isFailure(params))
+      return oauthError(params.error, params.description, { status: params.status });
+    const result = await authenticateClient(request, params, lookup, publicClients);
+    if (!result.ok) return oauthError(result.failure.error, result.failure.description);
+    return { request, params, client: result.client };
+  };
+}
 
 /**
  * The answer to an endpoint that threw: a failing store is 503
@@ -16,9 +75,4 @@ export function failureResponse(
     return oauthError("temporarily_unavailable", "try again shortly");
   reportError(onError, error, request);
   return oauthError("server_error", "the server could not complete the request");
-}
-
-/** 405 with `Allow`, for a method an endpoint does not serve. */
-export function methodNotAllowed(allow: string): Response {
-  return new Response(null, { status: 405, headers: { allow, "cache-control": "no-store" } });
 }

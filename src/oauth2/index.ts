@@ -5,6 +5,16 @@
  *
  * @module portcullis/oauth2
  */
+
+export {
+  type ApprovalFormOptions,
+  type ApprovalMessages,
+  approvalFormHandler,
+  approvalPage,
+  approverOf,
+  type DeviceApproveAction,
+  type DeviceApproveResult,
+} from "./approval-form.ts";
 export {
   type AccessTokenIssuer,
   type AuthorizationServer,
@@ -22,6 +32,8 @@ export {
   authenticateClient,
   type ClientAuthentication,
   type ClientAuthenticationMethod,
+  parseBasicClient,
+  verifyClientSecret,
 } from "./client-authentication.ts";
 export {
   ALL_GRANT_TYPES,
@@ -36,12 +48,7 @@ export {
   type MemoryClientStoreOptions,
   type OAuthClient,
 } from "./clients.ts";
-export {
-  type DeviceApproveAction,
-  type DeviceApproveOptions,
-  type DeviceApproveResult,
-  deviceApproveHandler,
-} from "./device-approve.ts";
+export { type DeviceApproveOptions, deviceApproveHandler } from "./device-approve.ts";
 export {
   DeviceAuthorizationService,
   type DeviceAuthorizationServiceOptions,

@@ -1,4 +1,4 @@
-import { readRequestBody } from "../core/body.ts";
+import { type BodyFailure, readFormBody } from "../core/body.ts";
 import type { OAuthFailure } from "./wire.ts";
 
 /** The parameters of a form-encoded OAuth request, each present at most once and never empty. */
@@ -13,30 +13,10 @@ export async function readOAuthParameters(
   request: Request,
   maxBytes: number,
 ): Promise<OAuthParameters | (OAuthFailure & { readonly status?: number })> {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded")
-    return {
-      error: "invalid_request",
-      description: "the body must be application/x-www-form-urlencoded",
-    };
-  const read = await readRequestBody(request, maxBytes);
-  if (read.outcome === "too_large")
-    return {
-      error: "invalid_request",
-      description: `the body is larger than ${maxBytes} bytes`,
-      status: 413,
-    };
-  if (read.outcome === "unreadable")
-    return { error: "invalid_request", description: "the body could not be read" };
-  const { bytes } = read;
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    return { error: "invalid_request", description: "the body is not UTF-8" };
-  }
+  const form = await readFormBody(request, maxBytes);
+  if (!form.ok) return invalidBody(form.failure, maxBytes);
   const out = new Map<string, string>();
-  for (const [name, value] of new URLSearchParams(text)) {
+  for (const [name, value] of form.value) {
     if (out.has(name))
       return {
         error: "invalid_request",
@@ -55,4 +35,27 @@ const PLAIN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function isFailure(value: unknown): value is OAuthFailure & { readonly status?: number } {
   return typeof value === "object" && value !== null && "error" in value;
+}
+
+function invalidBody(
+  failure: BodyFailure,
+  maxBytes: number,
+): OAuthFailure & { readonly status?: number } {
+  switch (failure) {
+    case "media_type":
+      return {
+        error: "invalid_request",
+        description: "the body must be application/x-www-form-urlencoded",
+      };
+    case "too_large":
+      return {
+        error: "invalid_request",
+        description: `the body is larger than ${maxBytes} bytes`,
+        status: 413,
+      };
+    case "unreadable":
+      return { error: "invalid_request", description: "the body could not be read" };
+    case "malformed":
+      return { error: "invalid_request", description: "the body is not UTF-8" };
+  }
 }

@@ -7,6 +7,7 @@ import {
   resolveClientAddress,
 } from "../core/client-address.ts";
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
+import { sha256Hex } from "../core/digest.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { declaredMethods, isMethodToken, methodProblem } from "../core/http-method.ts";
@@ -181,7 +182,6 @@ const ALGORITHM_CODES: Record<RateLimitAlgorithm, string> = {
 };
 // Longer key parts are hashed so a client-influenced value cannot bloat store keys.
 const MAX_KEY_PART = 200;
-const encoder = new TextEncoder();
 const MEMORY_HIT = MemoryRateLimitStore.prototype.hit;
 
 /**
@@ -604,11 +604,4 @@ function booleanOption(value: unknown, fallback: boolean, what: string): boolean
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw new InvalidOptionsError(`${what} must be a boolean`);
   return value;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
-  let hex = "";
-  for (const byte of digest) hex += byte.toString(16).padStart(2, "0");
-  return hex;
 }

@@ -1,0 +1,316 @@
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { LoginAttemptStore } from "../core/login-attempt-store.ts";
+import {
+  bodyLimitOption,
+  functionOptions,
+  integerOption,
+  mountPathOption,
+  rejectUnknownKeys,
+} from "../core/options.ts";
+import { issuerUrlOption } from "../core/url.ts";
+import type { KeySet } from "../jwt/index.ts";
+import type { ClientStore, DeviceCodeStore } from "../oauth2/index.ts";
+import type { AgentApproveOptions } from "./approve.ts";
+import type { CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
+import type { AgentEventListener } from "./events.ts";
+import type { GrantStore } from "./grants.ts";
+import type { PendingRequestStore } from "./pending.ts";
+import type { ReplayStore } from "./replay.ts";
+
+export interface AgentAuthPaths {
+  /** @default "/.well-known/agent-configuration" */
+  readonly discovery?: string;
+  /** @default "/capability/list" */
+  readonly capabilities?: string;
+  /** @default "/capability/execute" */
+  readonly execute?: string;
+  /** @default "/oauth/device_authorization" */
+  readonly deviceAuthorization?: string;
+  /** @default "/oauth/token" */
+  readonly token?: string;
+  /** @default "/.well-known/jwks.json" */
+  readonly jwks?: string;
+  /**
+   * Your approval page, told to agents as `verification_uri`.
+   *
+   * @default "/agent/approve"
+   */
+  readonly verification?: string;
+}
+
+export interface AgentAuthStores {
+  /** @default MemoryGrantStore (single instance only) */
+  readonly grants?: GrantStore;
+  /** @default MemoryReplayStore (single instance only) */
+  readonly replay?: ReplayStore;
+  /** @default MemoryPendingRequestStore (single instance only) */
+  readonly pending?: PendingRequestStore;
+  /** @default MemoryDeviceCodeStore (single instance only) */
+  readonly deviceCodes?: DeviceCodeStore;
+  /**
+   * Wrong user-code entries.
+   *
+   * @default MemoryLoginAttemptStore
+   */
+  readonly userCodeAttempts?: LoginAttemptStore;
+}
+
+/**
+ * Options of `agentAuth`.
+ *
+ * @example
+ * ```ts
+ * import { agentAuth } from "portcullis/agentauth";
+ * import { MemoryClientStore } from "portcullis/oauth2";
+ *
+ * const clients = new MemoryClientStore();
+ * await clients.register({ clientId: "key_research", kind: "api_key", secret: researchKey });
+ *
+ * const agents = await agentAuth({
+ *   issuer: "https://notes.example.com",
+ *   clients,
+ *   capabilities: [
+ *     { name: "list_notes", description: "Lists the notes.", handler: () => ({ notes }) },
+ *   ],
+ *   tokenTtlSeconds: 60, // shorter-lived capability tokens than the default 120 s
+ *   onEvent: (event) => console.log("agent event", event),
+ * });
+ * ```
+ */
+export interface AgentAuthOptions {
+  /** The service's public base URL: https (http only on loopback). Every published URL is built from it. */
+  readonly issuer: string;
+  /** The capabilities offered. */
+  readonly capabilities: CapabilityRegistry | readonly CapabilityDefinition[];
+  /** The agents' identities: OAuth clients and API keys. */
+  readonly clients: ClientStore;
+  /**
+   * Signing keys for capability tokens. Give every instance the same keys
+   * (`importKeySet`) when running more than one.
+   *
+   * @default an EdDSA pair made at start-up (`generateKeySet()`); its tokens die with the process
+   */
+  readonly keys?: KeySet;
+  /**
+   * The `provider_name` agents see in discovery.
+   *
+   * @default the issuer's host
+   */
+  readonly providerName?: string;
+  /**
+   * A short text for discovery, telling agents what the service offers.
+   *
+   * @default "Capabilities of <provider name> for agents a human has approved."
+   */
+  readonly description?: string;
+  /**
+   * Where each endpoint is served, on the issuer's origin; only the ones
+   * given change.
+   *
+   * @default { discovery: "/.well-known/agent-configuration", capabilities: "/capability/list", execute: "/capability/execute", deviceAuthorization: "/oauth/device_authorization", token: "/oauth/token", jwks: "/.well-known/jwks.json", verification: "/agent/approve" }
+   */
+  readonly paths?: AgentAuthPaths;
+  /**
+   * Where grants, used token ids, pending requests, device codes and wrong
+   * user codes are kept. The memory stores hold for one process only: use
+   * shared stores (Redis, PostgreSQL) for several instances.
+   *
+   * @default a memory store for each (`MemoryGrantStore`, `MemoryReplayStore`, `MemoryPendingRequestStore`, `MemoryDeviceCodeStore`, `MemoryLoginAttemptStore`)
+   */
+  readonly stores?: AgentAuthStores;
+  /**
+   * Capability token lifetime, in seconds (1 to 3600).
+   *
+   * @default 120
+   */
+  readonly tokenTtlSeconds?: number;
+  /**
+   * Grant lifetime, in seconds (60 or more).
+   *
+   * @default 86_400 (24 h)
+   */
+  readonly grantTtlSeconds?: number;
+  /**
+   * Device code lifetime, in seconds: how long a human has to approve.
+   *
+   * @default 600
+   */
+  readonly deviceCodeLifetimeSeconds?: number;
+  /**
+   * Device polling interval handed to agents, in seconds.
+   *
+   * @default 5
+   */
+  readonly pollIntervalSeconds?: number;
+  /**
+   * Builds the page answering the approval form (`agents.approve`).
+   *
+   * @default a minimal HTML page with the right status
+   */
+  readonly approvalResponse?: AgentApproveOptions["respond"];
+  /**
+   * Largest execute body, in bytes (413 beyond).
+   *
+   * @default 65_536
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * Every store call is bounded by this, in ms; a failure or timeout answers 503.
+   *
+   * @default 1000
+   */
+  readonly storeTimeoutMs?: number;
+  /**
+   * Told what happened: grants, tokens, executions, denials (ids only, never
+   * a token). A listener that throws changes nothing.
+   *
+   * @default none — events are not reported
+   */
+  readonly onEvent?: AgentEventListener;
+  /**
+   * Told about store failures.
+   *
+   * @default console.error, at most once every 10 s
+   */
+  readonly onStoreError?: (error: unknown) => void;
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
+  readonly now?: () => number;
+}
+
+export const DEFAULT_PATHS: Required<AgentAuthPaths> = {
+  discovery: "/.well-known/agent-configuration",
+  capabilities: "/capability/list",
+  execute: "/capability/execute",
+  deviceAuthorization: "/oauth/device_authorization",
+  token: "/oauth/token",
+  jwks: "/.well-known/jwks.json",
+  verification: "/agent/approve",
+};
+
+const OPTION_NAMES = [
+  "issuer",
+  "capabilities",
+  "clients",
+  "keys",
+  "providerName",
+  "description",
+  "paths",
+  "stores",
+  "tokenTtlSeconds",
+  "grantTtlSeconds",
+  "deviceCodeLifetimeSeconds",
+  "pollIntervalSeconds",
+  "approvalResponse",
+  "maxBodyBytes",
+  "storeTimeoutMs",
+  "onEvent",
+  "onStoreError",
+  "onError",
+  "now",
+];
+
+// The methods each store must have, by its key in `stores`.
+const STORE_METHODS: Record<keyof AgentAuthStores, readonly string[]> = {
+  grants: ["create", "get", "listByPrincipal", "listByApprover", "revoke"],
+  replay: ["setIfAbsent"],
+  pending: ["create", "getByUserCode", "getByPrincipal", "delete"],
+  deviceCodes: ["create", "findByUserCode", "decide", "poll"],
+  userCodeAttempts: ["consume", "release"],
+};
+
+/** The numbers of `agentAuth`, checked: defaults filled in. */
+export interface AgentAuthNumbers {
+  readonly tokenTtlSeconds: number;
+  readonly grantTtlSeconds: number;
+  readonly deviceCodeLifetimeSeconds: number;
+  readonly pollIntervalSeconds: number;
+  readonly maxBodyBytes: number;
+  readonly storeTimeoutMs: number;
+}
+
+const WHERE = "agentAuth";
+
+/**
+ * Checks every option of `agentAuth` once, before anything is built, naming
+ * the key the user wrote: the pieces it builds (`authorizationServer`,
+ * `capabilityTokens`, `DeviceAuthorizationService`, the handlers) are then
+ * handed only values they accept.
+ */
+export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbers {
+  rejectUnknownKeys(WHERE, options, OPTION_NAMES);
+  issuerUrlOption(WHERE, options.issuer);
+  if (typeof options.clients?.get !== "function")
+    throw new InvalidOptionsError(`${WHERE}: clients must implement ClientStore`);
+  if (options.keys !== undefined && typeof options.keys?.jwks !== "function")
+    throw new InvalidOptionsError(`${WHERE}: keys must be a KeySet`);
+  for (const name of ["providerName", "description"] as const) {
+    const value = options[name];
+    if (value !== undefined && (typeof value !== "string" || value === ""))
+      throw new InvalidOptionsError(`${WHERE}: ${name} must be a non-empty string`);
+  }
+  const callbacks = ["approvalResponse", "onEvent", "onStoreError", "onError", "now"];
+  functionOptions(WHERE, options, callbacks);
+  agentAuthPaths(options.paths);
+  checkStores(options.stores);
+  return {
+    tokenTtlSeconds: integerOption(WHERE, "tokenTtlSeconds", options.tokenTtlSeconds, 120, 1, 3600),
+    grantTtlSeconds: grantTtl(options.grantTtlSeconds),
+    deviceCodeLifetimeSeconds: integerOption(
+      WHERE,
+      "deviceCodeLifetimeSeconds",
+      options.deviceCodeLifetimeSeconds,
+      600,
+      1,
+      86_400,
+    ),
+    pollIntervalSeconds: integerOption(
+      WHERE,
+      "pollIntervalSeconds",
+      options.pollIntervalSeconds,
+      5,
+      1,
+      300,
+    ),
+    maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 65_536, 256),
+    storeTimeoutMs: integerOption(WHERE, "storeTimeoutMs", options.storeTimeoutMs, 1000, 1, 60_000),
+  };
+}
+
+function grantTtl(value: unknown): number {
+  const seconds = value ?? 86_400;
+  if (typeof seconds !== "number" || !Number.isSafeInteger(seconds) || seconds < 60)
+    throw new InvalidOptionsError(`${WHERE}: grantTtlSeconds must be a whole number, 60 or more`);
+  return seconds;
+}
+
+/** Every endpoint's path, defaults filled in; each an absolute path, no two alike. */
+export function agentAuthPaths(paths: AgentAuthPaths | undefined): Required<AgentAuthPaths> {
+  rejectUnknownKeys(`${WHERE}: paths`, paths, Object.keys(DEFAULT_PATHS));
+  const out = { ...DEFAULT_PATHS, ...paths };
+  for (const [name, value] of Object.entries(out)) mountPathOption(WHERE, `paths.${name}`, value);
+  if (new Set(Object.values(out)).size !== Object.keys(out).length)
+    throw new InvalidOptionsError(`${WHERE}: two endpoints share a path`);
+  return out;
+}
+
+function checkStores(stores: AgentAuthStores | undefined): void {
+  rejectUnknownKeys(`${WHERE}: stores`, stores, Object.keys(STORE_METHODS));
+  for (const [name, methods] of Object.entries(STORE_METHODS)) {
+    const store = (stores as Record<string, unknown> | undefined)?.[name];
+    if (store === undefined) continue;
+    for (const method of methods) {
+      if (typeof (store as Record<string, unknown> | null)?.[method] !== "function")
+        throw new InvalidOptionsError(`${WHERE}: stores.${name} lacks ${method}`);
+    }
+  }
+}

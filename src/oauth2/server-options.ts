@@ -1,0 +1,277 @@
+import { InvalidOptionsError } from "../core/errors.ts";
+import {
+  bodyLimitOption,
+  functionOptions,
+  mountPathOption,
+  rejectUnknownKeys,
+  timeoutOption,
+} from "../core/options.ts";
+import { issuerUrlOption } from "../core/url.ts";
+import type { KeySet } from "../jwt/index.ts";
+import type { ClientStore, OAuthClient } from "./clients.ts";
+import type { DeviceAuthorizationService } from "./device-authorization.ts";
+import { wellKnownPath } from "./metadata.ts";
+import { checkScopePolicy, type ScopePolicy } from "./scope.ts";
+import type { OAuthFailure } from "./wire.ts";
+
+/** A token minted by the application for a grant. */
+export interface IssuedToken {
+  readonly accessToken: string;
+  /** Seconds. */
+  readonly expiresIn: number;
+  /** The scope granted, when it differs from what was asked for or to state it. */
+  readonly scope?: readonly string[];
+}
+
+/** An approved device authorization, handed to the issuer once. */
+export interface DeviceGrant {
+  readonly client: OAuthClient;
+  /** The principal bound when the human approved. */
+  readonly subject: string;
+  readonly scope: readonly string[];
+  /** The human who approved. */
+  readonly approvedBy: string;
+  /** The hash of the user code that was approved (see `userCodeHash`). */
+  readonly userCodeHash: string;
+}
+
+/** Mints the token for an approved device authorization, or refuses with an OAuth error. */
+export type AccessTokenIssuer = (grant: DeviceGrant) => Promise<IssuedToken | OAuthFailure>;
+
+/** A `client_credentials` request from an authenticated client. */
+export interface ClientCredentialsRequest {
+  readonly client: OAuthClient;
+  /** The scope asked for; `undefined` when the request named none. */
+  readonly scope?: readonly string[];
+  /** RFC 8707 `resource`: the one absolute URL the token is for, if named. */
+  readonly resource?: string;
+}
+
+export type ClientCredentialsHandler = (
+  request: ClientCredentialsRequest,
+) => Promise<IssuedToken | OAuthFailure>;
+
+/** Told after a device authorization began, before the client hears of it. */
+export type DeviceAuthorizationListener = (event: {
+  readonly client: OAuthClient;
+  readonly scope: readonly string[];
+  /** As shown, `XXXX-XXXX`. */
+  readonly userCode: string;
+  /** Milliseconds since the epoch. */
+  readonly expiresAt: number;
+  readonly request: Request;
+}) => Promise<void>;
+
+export interface AuthorizationServerPaths {
+  /** @default "/oauth/device_authorization" */
+  readonly deviceAuthorization?: string;
+  /** @default "/oauth/token" */
+  readonly token?: string;
+  /** @default "/.well-known/jwks.json"; served only when `keys` is given */
+  readonly jwks?: string;
+}
+
+/**
+ * Options of `authorizationServer`.
+ *
+ * @example
+ * ```ts
+ * import { generateKeySet, jwtSigner } from "portcullis/jwt";
+ * import {
+ *   authorizationServer,
+ *   DeviceAuthorizationService,
+ *   MemoryClientStore,
+ * } from "portcullis/oauth2";
+ *
+ * const issuer = "https://api.example.com";
+ * const keys = await generateKeySet();
+ * const sign = jwtSigner({ keys, typ: "example-access+jwt", issuer, ttlSeconds: 600 });
+ * const oauth = authorizationServer({
+ *   issuer,
+ *   service: new DeviceAuthorizationService({ verificationUri: `${issuer}/device` }),
+ *   clients: new MemoryClientStore(),
+ *   keys, // publishes the JWKS at /.well-known/jwks.json
+ *   scopes: ["profile", "playback"],
+ *   issueAccessToken: async ({ subject, scope }) => {
+ *     const { token } = await sign({ subject, audience: `${issuer}/api`, claims: { scope: scope.join(" ") } });
+ *     return { accessToken: token, expiresIn: 600 };
+ *   },
+ * });
+ * ```
+ */
+export interface AuthorizationServerOptions {
+  /** The issuer identifier: an https URL (http only on loopback); every published URL is built from it. */
+  readonly issuer: string;
+  readonly service: DeviceAuthorizationService;
+  readonly clients: ClientStore;
+  /** The scope names a client may ask for. */
+  readonly scopes: ScopePolicy;
+  /** Mints the token when an approved device code is polled. */
+  readonly issueAccessToken: AccessTokenIssuer;
+  /**
+   * Serves `grant_type=client_credentials`.
+   *
+   * @default none — that grant is unsupported (`unsupported_grant_type`)
+   */
+  readonly clientCredentials?: ClientCredentialsHandler;
+  /**
+   * Runs after `begin`, e.g. to record what the client asked for.
+   *
+   * @default none — nothing runs
+   */
+  readonly onDeviceAuthorization?: DeviceAuthorizationListener;
+  /**
+   * Public keys published at the JWKS path.
+   *
+   * @default none — no JWKS endpoint and no `jwks_uri` in the metadata
+   */
+  readonly keys?: KeySet;
+  /**
+   * Accept clients with no secret (a bare `client_id`).
+   *
+   * @default false
+   */
+  readonly publicClients?: boolean;
+  /**
+   * Where each endpoint is served, on the issuer's origin; only the ones given change.
+   *
+   * @default { deviceAuthorization: "/oauth/device_authorization", token: "/oauth/token", jwks: "/.well-known/jwks.json" }
+   */
+  readonly paths?: AuthorizationServerPaths;
+  /**
+   * Largest form body read, in bytes (512 or more; 413 beyond).
+   *
+   * @default 8192
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * A client store call not answered within this many ms fails (503).
+   *
+   * @default 1000
+   */
+  readonly storeTimeoutMs?: number;
+  /**
+   * Told about unexpected failures (answered 500).
+   *
+   * @default console.error
+   */
+  readonly onError?: (error: unknown, request: Request) => void;
+}
+
+/** The options of `authorizationServer`, checked: what its endpoints are built from. */
+export interface ServerSettings {
+  readonly issuer: string;
+  readonly service: DeviceAuthorizationService;
+  readonly clients: ClientStore;
+  /** Whether a client may ask for a scope name. */
+  readonly allowed: (name: string) => boolean;
+  /** The scope names, when the policy is a list (published as `scopes_supported`). */
+  readonly scopeNames?: readonly string[];
+  readonly issueAccessToken: AccessTokenIssuer;
+  readonly clientCredentials?: ClientCredentialsHandler;
+  readonly onDeviceAuthorization?: DeviceAuthorizationListener;
+  readonly keys?: KeySet;
+  readonly publicClients: boolean;
+  readonly maxBodyBytes: number;
+  readonly storeTimeoutMs: number;
+  readonly onError?: (error: unknown, request: Request) => void;
+  readonly paths: ServerPaths;
+}
+
+/** Where each endpoint is mounted (paths on the issuer's origin). */
+export interface ServerPaths {
+  readonly metadata: string;
+  readonly deviceAuthorization: string;
+  readonly token: string;
+  readonly jwks?: string;
+}
+
+const OPTION_NAMES = [
+  "issuer",
+  "service",
+  "clients",
+  "scopes",
+  "issueAccessToken",
+  "clientCredentials",
+  "onDeviceAuthorization",
+  "keys",
+  "publicClients",
+  "paths",
+  "maxBodyBytes",
+  "storeTimeoutMs",
+  "onError",
+];
+
+const WHERE = "authorizationServer";
+
+/** Checks every option of `authorizationServer` once, naming the key the caller wrote. */
+export function checkServerOptions(options: AuthorizationServerOptions): ServerSettings {
+  rejectUnknownKeys(WHERE, options, OPTION_NAMES);
+  const issuer = issuerUrlOption(WHERE, options.issuer);
+  const service = options.service;
+  if (typeof service?.begin !== "function" || typeof service.poll !== "function")
+    throw new InvalidOptionsError(`${WHERE}: service must be a DeviceAuthorizationService`);
+  clientStoreOption(WHERE, options.clients);
+  const allowed = checkScopePolicy(WHERE, options.scopes);
+  const callbacks = ["issueAccessToken", "clientCredentials", "onDeviceAuthorization", "onError"];
+  functionOptions(WHERE, options, callbacks, ["issueAccessToken"]);
+  keySetOption(WHERE, options.keys);
+  const publicClients = options.publicClients ?? false;
+  if (typeof publicClients !== "boolean")
+    throw new InvalidOptionsError(`${WHERE}: publicClients must be a boolean`);
+  rejectUnknownKeys(`${WHERE}: paths`, options.paths, ["deviceAuthorization", "token", "jwks"]);
+  return {
+    issuer,
+    service,
+    clients: options.clients,
+    allowed,
+    ...(Array.isArray(options.scopes) ? { scopeNames: [...options.scopes] } : {}),
+    issueAccessToken: options.issueAccessToken,
+    ...optional("clientCredentials", options.clientCredentials),
+    ...optional("onDeviceAuthorization", options.onDeviceAuthorization),
+    ...optional("keys", options.keys),
+    ...optional("onError", options.onError),
+    publicClients,
+    maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 8192, 512),
+    storeTimeoutMs: timeoutOption(WHERE, "storeTimeoutMs", options.storeTimeoutMs, 1000),
+    paths: serverPaths(WHERE, issuer, options.paths, options.keys !== undefined),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+export function clientStoreOption(where: string, clients: unknown): void {
+  if (typeof (clients as ClientStore | undefined)?.get !== "function")
+    throw new InvalidOptionsError(`${where}: clients must implement ClientStore`);
+}
+
+export function keySetOption(where: string, keys: unknown): void {
+  if (keys !== undefined && typeof (keys as KeySet | null)?.jwks !== "function")
+    throw new InvalidOptionsError(`${where}: keys must be a KeySet`);
+}
+
+/** The endpoint paths, defaults filled in; the JWKS path only when keys are published. */
+export function serverPaths(
+  where: string,
+  issuer: string,
+  paths: AuthorizationServerPaths | undefined,
+  withJwks: boolean,
+): ServerPaths {
+  const checked = {
+    metadata: wellKnownPath(new URL(issuer)),
+    deviceAuthorization: mountPathOption(
+      where,
+      "paths.deviceAuthorization",
+      paths?.deviceAuthorization ?? "/oauth/device_authorization",
+    ),
+    token: mountPathOption(where, "paths.token", paths?.token ?? "/oauth/token"),
+    ...(withJwks
+      ? { jwks: mountPathOption(where, "paths.jwks", paths?.jwks ?? "/.well-known/jwks.json") }
+      : {}),
+  };
+  if (new Set(Object.values(checked)).size !== Object.keys(checked).length)
+    throw new InvalidOptionsError(`${where}: two endpoints share a path`);
+  return Object.freeze(checked);
+}

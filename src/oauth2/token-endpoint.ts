@@ -1,0 +1,137 @@
+import { StoreUnavailableError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { reportError } from "../core/problem.ts";
+import { DEVICE_CODE_GRANT } from "./clients.ts";
+import type { PollResult } from "./device-authorization.ts";
+import { type ClientCall, clientEndpoint } from "./endpoint-support.ts";
+import { parseScope } from "./scope.ts";
+import type { IssuedToken, ServerSettings } from "./server-options.ts";
+import { noStoreJson, type OAuthFailure, oauthError, type TokenResponseBody } from "./wire.ts";
+
+/** Serves one `grant_type` for an authenticated client allowed to use it. */
+export type TokenGrant = (call: ClientCall) => Promise<Response>;
+
+/**
+ * The grants the token endpoint serves, keyed by `grant_type` (RFC 6749
+ * §4.1.3, RFC 8628 §3.4, RFC 6749 §4.4): a new grant is one entry here.
+ */
+export function tokenGrants(settings: ServerSettings): ReadonlyMap<string, TokenGrant> {
+  const grants = new Map<string, TokenGrant>([[DEVICE_CODE_GRANT, deviceCodeGrant(settings)]]);
+  if (settings.clientCredentials !== undefined)
+    grants.set("client_credentials", clientCredentialsGrant(settings));
+  return grants;
+}
+
+/** `POST {token}`: the client authenticated, then the grant its `grant_type` names. */
+export function tokenEndpoint(
+  settings: ServerSettings,
+  grants: ReadonlyMap<string, TokenGrant>,
+): Handler {
+  return clientEndpoint(settings, async (call) => {
+    const grantType = call.params.get("grant_type");
+    if (grantType === undefined) return oauthError("invalid_request", "grant_type is missing");
+    const grant = grants.get(grantType);
+    if (grant === undefined)
+      return oauthError("unsupported_grant_type", "this grant type is not supported");
+    if (!call.client.grantTypes.includes(grantType as never))
+      return oauthError("unauthorized_client", "this client may not use this grant type");
+    return grant(call);
+  });
+}
+
+function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings): TokenGrant {
+  return async ({ params, client, request }) => {
+    const deviceCode = params.get("device_code");
+    if (deviceCode === undefined) return oauthError("invalid_request", "device_code is missing");
+    const result = await service.poll(deviceCode, client.clientId);
+    if (result.outcome !== "approved") return pollRefusal(result);
+    let issued: IssuedToken | OAuthFailure;
+    try {
+      issued = await issueAccessToken({
+        client,
+        subject: result.subject,
+        scope: result.scope,
+        approvedBy: result.approvedBy,
+        userCodeHash: result.userCodeHash,
+      });
+    } catch (error) {
+      // The poll spent the approval; put it back so the retry the 503 invites can succeed.
+      if (await service.release(deviceCode, client.clientId, result.consumedAt)) throw error;
+      // Spent for good: a retry could only fail, so say so, and tell the operator why.
+      if (!(error instanceof StoreUnavailableError)) reportError(onError, error, request);
+      return oauthError(
+        "expired_token",
+        "the approval was lost to a server failure; start a new device authorization",
+      );
+    }
+    return tokenResponse(issued, result.scope);
+  };
+}
+
+/** RFC 8628 §3.5: the answer to a poll that brought no approval. */
+function pollRefusal(result: Exclude<PollResult, { outcome: "approved" }>): Response {
+  switch (result.outcome) {
+    case "pending":
+      return oauthError("authorization_pending", "the request has not been approved yet");
+    case "slow_down":
+      return oauthError(
+        "slow_down",
+        `polling too fast; wait ${result.intervalSeconds} seconds between polls`,
+      );
+    case "denied":
+      return oauthError("access_denied", "the request was denied");
+    case "expired":
+      return oauthError("expired_token", "the device code has expired");
+    case "invalid":
+      return oauthError("invalid_grant", "the device code is invalid or was already used");
+  }
+}
+
+function clientCredentialsGrant({ clientCredentials, allowed }: ServerSettings): TokenGrant {
+  const handler = clientCredentials as NonNullable<typeof clientCredentials>;
+  return async ({ params, client }) => {
+    // Also for a client from a store of its own that lists the grant for a public client.
+    if (client.public)
+      return oauthError("invalid_client", "client_credentials needs client authentication");
+    const scopeParam = params.get("scope");
+    const scope = parseScope(scopeParam, allowed);
+    if (scope === undefined)
+      return oauthError("invalid_scope", "the scope names something unknown");
+    const resource = params.get("resource");
+    if (resource !== undefined && !isResource(resource))
+      return oauthError("invalid_target", "resource must be one absolute URL without a fragment");
+    const issued = await handler({
+      client,
+      ...(scopeParam === undefined ? {} : { scope }),
+      ...(resource === undefined ? {} : { resource }),
+    });
+    return tokenResponse(issued, scope);
+  };
+}
+
+/** RFC 6749 §5.1 from what the issuer answered; an answer that is neither token nor error is a bug. */
+function tokenResponse(issued: IssuedToken | OAuthFailure, asked: readonly string[]): Response {
+  if ("error" in issued) return oauthError(issued.error, issued.description);
+  if (
+    typeof issued?.accessToken !== "string" ||
+    issued.accessToken === "" ||
+    !Number.isSafeInteger(issued.expiresIn) ||
+    issued.expiresIn < 1
+  )
+    throw new TypeError("the token issuer answered neither a token nor an OAuth error");
+  const scope = issued.scope ?? asked;
+  const body: TokenResponseBody = {
+    access_token: issued.accessToken,
+    token_type: "Bearer",
+    expires_in: issued.expiresIn,
+    ...(scope.length === 0 ? {} : { scope: scope.join(" ") }),
+  };
+  return noStoreJson(body);
+}
+
+/** RFC 8707 §2: one absolute URI without a fragment (http(s) only here). */
+function isResource(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return url.hash === "" && (url.protocol === "https:" || url.protocol === "http:");
+}
