@@ -165,4 +165,3 @@ export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience:
     ...(audience === runtime.urls.execute ? {} : { location: audience }),
   });
 }
-
