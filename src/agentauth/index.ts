@@ -30,6 +30,7 @@ export {
 } from "./capabilities.ts";
 export { type CapabilitiesOptions, capabilitiesHandler } from "./capability-list.ts";
 export { type DiscoveryOptions, discoveryHandler } from "./discovery.ts";
+export { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
 export type { AgentEvent, AgentEventListener } from "./events.ts";
 export { bearerToken, type ExecuteOptions, executeHandler } from "./execute.ts";
 export {
@@ -68,4 +69,9 @@ export {
   type MintedToken,
   type MintInput,
 } from "./token.ts";
-export { AGENT_AUTH_VERSION, type AgentErrorCode, agentError } from "./wire.ts";
+export {
+  AGENT_AUTH_VERSION,
+  type AgentErrorCode,
+  agentError,
+  type DpopChallenge,
+} from "./wire.ts";

@@ -42,6 +42,8 @@ export interface AgentDenial {
   readonly capability?: string;
   /** Further members of the wire answer (`location`, `errors`). */
   readonly extra?: Readonly<Record<string, unknown>>;
+  /** The 401's error belongs to the DPoP challenge (a proof or binding problem). */
+  readonly challenge?: "DPoP";
 }
 
 /** A session opened from a capability token, with what it was opened from. */
@@ -93,6 +95,14 @@ async function openSteps(
 ): Promise<OpenedSession | AgentDenial> {
   const claims = await verifyToken(runtime, token, audience);
   if (claims === undefined) return INVALID_TOKEN;
+  // A bound token where DPoP is off would be a bearer token again: refused.
+  if (claims.cnf !== undefined && runtime.dpop === undefined)
+    return {
+      error: "invalid_jwt",
+      message: "the capability token is DPoP-bound, which this endpoint does not accept",
+      principalId: claims.sub,
+      grantId: claims.grant_id,
+    };
   const refused = await steps.beforeConsume?.(claims);
   if (refused !== undefined) return refused;
   const who = { principalId: claims.sub, grantId: claims.grant_id };
@@ -167,10 +177,22 @@ export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience:
 }
 
 const BEARER = /^bearer +([A-Za-z0-9._~+/-]+=*) *$/i;
+const BEARER_OR_DPOP = /^(?:bearer|dpop) +([A-Za-z0-9._~+/-]+=*) *$/i;
 
 /** The bearer token of `Authorization`, `null` when none is presented, `undefined` when malformed. */
 export function bearerToken(request: Request): string | null | undefined {
   const header = request.headers.get("authorization");
   if (header === null || !/^bearer(?: |$)/i.test(header)) return null;
   return BEARER.exec(header)?.[1];
+}
+
+/**
+ * The capability token of `Authorization`: under `Bearer`, and under `DPoP`
+ * too when DPoP is on. `null` when none is presented, `undefined` when malformed.
+ */
+export function presentedToken(runtime: AgentRuntime, request: Request): string | null | undefined {
+  if (runtime.dpop === undefined) return bearerToken(request);
+  const header = request.headers.get("authorization");
+  if (header === null || !/^(?:bearer|dpop)(?: |$)/i.test(header)) return null;
+  return BEARER_OR_DPOP.exec(header)?.[1];
 }
