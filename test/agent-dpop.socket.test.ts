@@ -293,6 +293,9 @@ describe("DPoP at the execute URL", () => {
       const refused = await call(execute, token, { proof });
       expect(refused.status, name).toBe(401);
       expect(refused.body.error, name).toBe("invalid_dpop_proof");
+      // Refused as a header before any parsing.
+      if (name.startsWith("two") || name.includes("4096"))
+        expect(refused.body.message, name).toMatch(/more than one DPoP header, or one over 4096/);
       expect(refused.challenges, name).toEqual([
         "Bearer",
         `DPoP error="invalid_dpop_proof", ${ALGS}`,

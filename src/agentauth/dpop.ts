@@ -54,7 +54,11 @@ export interface AgentDpopOptions {
    * @default 60
    */
   readonly proofMaxAgeSeconds?: number;
-  /** Stateless server nonces; the same secret on every instance. */
+  /**
+   * Stateless server nonces; the same secret on every instance.
+   *
+   * @default none — proofs carry no nonce, and one they carry is refused
+   */
   readonly nonce?: {
     /** HMAC key: a string of 32 or more characters, or 32 or more bytes. */
     readonly secret: string | Uint8Array;

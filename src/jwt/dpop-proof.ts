@@ -91,7 +91,11 @@ export interface DpopProofVerifierOptions {
    * @default 5
    */
   readonly clockToleranceSeconds?: number;
-  /** Server nonces; with them a proof's `nonce`, when it carries one, must be current. */
+  /**
+   * Server nonces; with them a proof's `nonce`, when it carries one, must be current.
+   *
+   * @default none — a proof carrying a nonce is refused
+   */
   readonly nonces?: DpopNonces;
   /**
    * Every proof must carry a current nonce (needs `nonces`).
