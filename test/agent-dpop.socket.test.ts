@@ -19,6 +19,7 @@ import {
   type Grant,
   type GrantStore,
   MemoryGrantStore,
+  MemoryReplayStore,
   type ReplayStore,
   resolveSession,
 } from "../src/agentauth/index.ts";
@@ -432,6 +433,31 @@ describe("DPoP nonces", () => {
     }
     const ok = await call(site.execute, token, {
       proof: await proofFor(es256, site.execute, token, "POST", current),
+    });
+    expect(ok.status).toBe(200);
+  });
+});
+
+describe("a replay store that fails", () => {
+  it("answers 503 to a DPoP request when the proof's id cannot be recorded, leaving the token unspent", async () => {
+    const inner = new MemoryReplayStore();
+    let failing = true;
+    const replay: ReplayStore = {
+      setIfAbsent: (jti, expiresAt, now) =>
+        failing && jti.startsWith("dpop:")
+          ? Promise.reject(new Error("down"))
+          : inner.setIfAbsent(jti, expiresAt, now),
+    };
+    const site = await instance({}, { replay });
+    const token = await mint(site, es256);
+    const down = await call(site.execute, token, {
+      proof: await proofFor(es256, site.execute, token),
+    });
+    expect(down.status).toBe(503);
+    expect(down.body.error).toBe("temporarily_unavailable");
+    failing = false;
+    const ok = await call(site.execute, token, {
+      proof: await proofFor(es256, site.execute, token),
     });
     expect(ok.status).toBe(200);
   });
