@@ -33,6 +33,8 @@ export {
   contextFrom,
   createAuthentication,
   createContextKey,
+  DpopNonceRequiredError,
+  DpopProofInvalidError,
   denoClientAddress,
   type ErrorCode,
   type FetchHandler,

@@ -1,10 +1,10 @@
-import { bearerToken } from "../core/bearer.ts";
 import { readJsonBody } from "../core/body.ts";
 import type { Handler } from "../core/handler.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { reportError } from "../core/problem.ts";
 import type { Capability, CapabilityHandler } from "./capabilities.ts";
+import { withDpopNonce } from "./dpop.ts";
 import { agentFailure, openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import {
@@ -12,6 +12,7 @@ import {
   type AgentSession,
   INVALID_TOKEN,
   type OpenedSession,
+  presentedToken,
   TOKEN_REQUIRED,
 } from "./session.ts";
 import { agentError } from "./wire.ts";
@@ -50,15 +51,17 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
   const maxBodyBytes = checkedMaxBodyBytes(options);
   return async (request) => {
     if (request.method !== "POST") return methodNotAllowed("POST");
-    const token = presentedToken(runtime, request);
+    const token = await tokenOf(runtime, request);
     if (token instanceof Response) return token;
     const opened = await openRequestSession(runtime, request, token, runtime.urls.execute);
     if (opened instanceof Response) return opened;
+    let answer: Response;
     try {
-      return await dispatch(runtime, request, opened, maxBodyBytes);
+      answer = await dispatch(runtime, request, opened, maxBodyBytes);
     } catch (error) {
-      return agentFailure(runtime, error, request);
+      answer = agentFailure(runtime, error, request);
     }
+    return withDpopNonce(runtime, request, answer);
   };
 }
 
@@ -67,11 +70,12 @@ function checkedMaxBodyBytes(options: ExecuteOptions): number {
   return bodyLimitOption("executeHandler", options.maxBodyBytes, 65_536, 256);
 }
 
-/** The bearer token, or the refusal when none or a malformed one is presented. */
-function presentedToken(runtime: AgentRuntime, request: Request): string | Response {
-  const token = bearerToken(request);
-  if (token === null) return refuseAgent(runtime, TOKEN_REQUIRED, runtime.urls.execute);
-  if (token === undefined) return refuseAgent(runtime, INVALID_TOKEN, runtime.urls.execute);
+/** The presented token, or the refusal when none or a malformed one is presented. */
+async function tokenOf(runtime: AgentRuntime, request: Request): Promise<string | Response> {
+  const token = presentedToken(runtime, request);
+  const execute = runtime.urls.execute;
+  if (token === null) return refuseAgent(runtime, TOKEN_REQUIRED, execute, request);
+  if (token === undefined) return refuseAgent(runtime, INVALID_TOKEN, execute, request);
   return token;
 }
 

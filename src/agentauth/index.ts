@@ -32,6 +32,7 @@ export {
 } from "./capabilities.ts";
 export { type CapabilitiesOptions, capabilitiesHandler } from "./capability-list.ts";
 export { type DiscoveryOptions, discoveryHandler } from "./discovery.ts";
+export { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
 export type { AgentEvent, AgentEventListener } from "./events.ts";
 export { type ExecuteOptions, executeHandler } from "./execute.ts";
 export {
@@ -70,4 +71,9 @@ export {
   type MintedToken,
   type MintInput,
 } from "./token.ts";
-export { AGENT_AUTH_VERSION, type AgentErrorCode, agentError } from "./wire.ts";
+export {
+  AGENT_AUTH_VERSION,
+  type AgentErrorCode,
+  agentError,
+  type DpopChallenge,
+} from "./wire.ts";

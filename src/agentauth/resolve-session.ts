@@ -3,11 +3,11 @@ import {
   createAuthentication,
   isAuthenticated,
 } from "../core/authentication.ts";
-import { bearerToken } from "../core/bearer.ts";
 import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
+import { dpopChallenge, dpopCheck, withDpopNonce } from "./dpop.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import {
   AGENT_SESSION,
@@ -17,6 +17,7 @@ import {
   type OpenedSession,
   type OpenSessionSteps,
   openAgentSession,
+  presentedToken,
   TOKEN_REQUIRED,
 } from "./session.ts";
 import { CAPABILITY_TOKEN_TYPE } from "./token.ts";
@@ -33,7 +34,8 @@ export const AGENT_AUTHORITY = "AGENT";
  * never verified here: a request without a capability token goes on only if
  * something before (a session, another authenticator) authenticated it, and is
  * answered 401 otherwise. Refusals are emitted as `execute.denied` events
- * carrying `location`.
+ * carrying `location`. With DPoP on, a token may come under the `DPoP` scheme
+ * and its proof is checked against `location`.
  */
 export function resolveSession(runtime: AgentRuntime, location: string): Middleware {
   if (typeof location !== "string" || !URL.canParse(location))
@@ -41,14 +43,14 @@ export function resolveSession(runtime: AgentRuntime, location: string): Middlew
   const audience = new URL(location).href;
   return (next) =>
     async (request, ...rest) => {
-      const token = bearerToken(request);
+      const token = presentedToken(runtime, request);
       if (token === null || token === undefined || !isCapabilityToken(token)) {
         if (isAuthenticated(request)) return next(request, ...rest);
-        return refuseAgent(runtime, TOKEN_REQUIRED, audience);
+        return refuseAgent(runtime, TOKEN_REQUIRED, audience, request);
       }
       const opened = await openRequestSession(runtime, request, token, audience);
       if (opened instanceof Response) return opened;
-      return next(request, ...rest);
+      return withDpopNonce(runtime, request, await next(request, ...rest));
     };
 }
 
@@ -64,13 +66,23 @@ export async function openRequestSession(
   audience: string,
   steps: OpenSessionSteps = {},
 ): Promise<OpenedSession | Response> {
+  const dpop = runtime.dpop;
+  // The proof is checked (and its jti spent) before the token's jti is consumed.
+  const checked: OpenSessionSteps =
+    dpop === undefined
+      ? steps
+      : {
+          beforeConsume: async (claims) =>
+            (await dpopCheck(runtime, dpop, request, token, audience)(claims)) ??
+            steps.beforeConsume?.(claims),
+        };
   let opened: OpenedSession | AgentDenial;
   try {
-    opened = await openAgentSession(runtime, token, audience, steps);
+    opened = await openAgentSession(runtime, token, audience, checked);
   } catch (error) {
-    return agentFailure(runtime, error, request);
+    return withDpopNonce(runtime, request, agentFailure(runtime, error, request));
   }
-  if (isDenial(opened)) return agentRefusal(opened, runtime.urls.discovery);
+  if (isDenial(opened)) return denialAnswer(runtime, opened, request);
   const { session, claims } = opened;
   bindValue(request, AGENT_SESSION, session);
   bindAuthentication(request, createAuthentication(claims.sub, [AGENT_AUTHORITY], { session }));
@@ -82,9 +94,26 @@ export function refuseAgent(
   runtime: AgentRuntime,
   denial: AgentDenial,
   audience: string,
-): Response {
+  request?: Request,
+): Promise<Response> {
   emitDenial(runtime, denial, audience);
-  return agentRefusal(denial, runtime.urls.discovery);
+  return denialAnswer(runtime, denial, request);
+}
+
+/** The answer to a denial, with the DPoP challenge and nonce where DPoP is on. */
+async function denialAnswer(
+  runtime: AgentRuntime,
+  denial: AgentDenial,
+  request: Request | undefined,
+): Promise<Response> {
+  const dpop = runtime.dpop;
+  if (dpop === undefined) return agentRefusal(denial, runtime.urls.discovery);
+  const answer = agentRefusal(
+    denial,
+    runtime.urls.discovery,
+    await dpopChallenge(dpop, request, denial),
+  );
+  return request === undefined ? answer : withDpopNonce(runtime, request, answer);
 }
 
 /** The answer when a store or the code behind failed: 503 to retry, or 500 reported. */

@@ -1,4 +1,5 @@
 import type { CapabilityRegistry } from "./capabilities.ts";
+import type { DpopSettings } from "./dpop.ts";
 import type { AgentEvent, AgentEventListener } from "./events.ts";
 import type { GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
@@ -35,6 +36,11 @@ export interface AgentRuntime {
    */
   readonly predatesReplayStore?: (issuedAt: number, jti: string) => boolean;
   readonly onError?: (error: unknown, request: Request) => void;
+  /**
+   * DPoP for capability tokens (from `dpopSettings`); absent, tokens are
+   * bearer tokens and a DPoP-bound one is refused.
+   */
+  readonly dpop?: DpopSettings;
 }
 
 /** Calls the listener, never letting it change the answer. */

@@ -1,3 +1,4 @@
+import { bearerOrDpopToken, bearerToken } from "../core/bearer.ts";
 import type { ContextSource } from "../core/context.ts";
 import { contextFrom, createContextKey } from "../core/context.ts";
 import { JwtInvalidError } from "../core/errors.ts";
@@ -42,6 +43,8 @@ export interface AgentDenial {
   readonly capability?: string;
   /** Further members of the wire answer (`location`, `errors`). */
   readonly extra?: Readonly<Record<string, unknown>>;
+  /** The 401's error belongs to the DPoP challenge (a proof or binding problem). */
+  readonly challenge?: "DPoP";
 }
 
 /** A session opened from a capability token, with what it was opened from. */
@@ -93,6 +96,14 @@ async function openSteps(
 ): Promise<OpenedSession | AgentDenial> {
   const claims = await verifyToken(runtime, token, audience);
   if (claims === undefined) return INVALID_TOKEN;
+  // A bound token where DPoP is off would be a bearer token again: refused.
+  if (claims.cnf !== undefined && runtime.dpop === undefined)
+    return {
+      error: "invalid_jwt",
+      message: "the capability token is DPoP-bound, which this endpoint does not accept",
+      principalId: claims.sub,
+      grantId: claims.grant_id,
+    };
   const refused = await steps.beforeConsume?.(claims);
   if (refused !== undefined) return refused;
   const who = { principalId: claims.sub, grantId: claims.grant_id };
@@ -164,4 +175,12 @@ export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience:
     ...(denial.capability === undefined ? {} : { capability: denial.capability }),
     ...(audience === runtime.urls.execute ? {} : { location: audience }),
   });
+}
+
+/**
+ * The capability token of `Authorization`: under `Bearer`, and under `DPoP`
+ * too when DPoP is on. `null` when none is presented, `undefined` when malformed.
+ */
+export function presentedToken(runtime: AgentRuntime, request: Request): string | null | undefined {
+  return runtime.dpop === undefined ? bearerToken(request) : bearerOrDpopToken(request);
 }

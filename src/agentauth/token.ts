@@ -55,6 +55,11 @@ export interface MintInput {
   readonly capabilities: readonly string[];
   /** @default the execute URL; a capability's `location` for `resolveSession` */
   readonly audience?: string;
+  /**
+   * The RFC 7638 thumbprint of the agent's DPoP key: the token carries it as
+   * `cnf.jkt` and is then accepted only with a proof made by that key.
+   */
+  readonly jkt?: string;
 }
 
 export interface MintedToken {
@@ -71,7 +76,12 @@ export interface CapabilityClaims extends JwtClaims {
   readonly grant_id: string;
   readonly capabilities: readonly string[];
   readonly scope: string;
+  /** Present on a DPoP-bound token: the thumbprint of the key every use must prove. */
+  readonly cnf?: { readonly jkt: string };
 }
+
+// A base64url SHA-256 digest, as RFC 7638 thumbprints are.
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
 
 /** Mints and verifies capability tokens; build once (keys are bound here). */
 export interface CapabilityTokens {
@@ -116,6 +126,11 @@ export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTok
     now,
     async mint(input: MintInput): Promise<MintedToken> {
       const capabilities = [...input.capabilities];
+      const jkt = input.jkt;
+      if (jkt !== undefined && (typeof jkt !== "string" || !THUMBPRINT.test(jkt)))
+        throw new TypeError(
+          "capabilityTokens: jkt must be a SHA-256 JWK thumbprint (43 base64url characters)",
+        );
       const signed = await sign({
         subject: input.principalId,
         audience: input.audience ?? executeUrl,
@@ -124,6 +139,7 @@ export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTok
           grant_id: input.grantId,
           capabilities,
           scope: capabilities.join(" "),
+          ...(jkt === undefined ? {} : { cnf: { jkt } }),
         },
       });
       return {
@@ -135,17 +151,26 @@ export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTok
     },
     async verify(token: string, audience: string): Promise<CapabilityClaims> {
       const { claims } = await verifyJwt(token, { audience });
-      const { client_id, grant_id, capabilities } = claims as Partial<CapabilityClaims>;
+      const { client_id, grant_id, capabilities, cnf } = claims as Partial<CapabilityClaims>;
       if (
         typeof client_id !== "string" ||
         client_id !== claims.sub ||
         typeof grant_id !== "string" ||
         grant_id === "" ||
         !Array.isArray(capabilities) ||
-        capabilities.some((name) => typeof name !== "string")
+        capabilities.some((name) => typeof name !== "string") ||
+        !validConfirmation(cnf)
       )
         throw new JwtInvalidError("claims", "the capability claims are malformed");
       return claims as CapabilityClaims;
     },
   });
+}
+
+/** No `cnf`, or one naming exactly a key thumbprint: a binding we cannot check is refused. */
+function validConfirmation(cnf: unknown): boolean {
+  if (cnf === undefined) return true;
+  if (typeof cnf !== "object" || cnf === null || Array.isArray(cnf)) return false;
+  const { jkt } = cnf as { jkt?: unknown };
+  return Object.keys(cnf).length === 1 && typeof jkt === "string" && THUMBPRINT.test(jkt);
 }

@@ -7,6 +7,8 @@ export type AgentErrorCode =
   | "wrong_location"
   | "authentication_required"
   | "invalid_jwt"
+  | "invalid_dpop_proof"
+  | "use_dpop_nonce"
   | "capability_not_granted"
   | "grant_revoked"
   | "grant_expired"
@@ -20,6 +22,8 @@ const STATUS: Record<AgentErrorCode, number> = {
   wrong_location: 400,
   authentication_required: 401,
   invalid_jwt: 401,
+  invalid_dpop_proof: 401,
+  use_dpop_nonce: 401,
   capability_not_granted: 403,
   grant_revoked: 403,
   grant_expired: 403,
@@ -32,12 +36,47 @@ const STATUS: Record<AgentErrorCode, number> = {
 /** The protocol version the discovery document announces. */
 export const AGENT_AUTH_VERSION = "1.0-draft";
 
-/** `WWW-Authenticate` challenges a 401 from an agent endpoint carries. */
-export function agentChallenges(discoveryUrl: string, invalidToken: boolean): string[] {
-  return [
-    ...(invalidToken ? ['Bearer error="invalid_token"'] : ["Bearer"]),
-    `AgentAuth discovery="${discoveryUrl}"`,
-  ];
+/** How a 401 from an endpoint that accepts DPoP challenges (RFC 9449 §7.1). */
+export interface DpopChallenge {
+  /** The accepted proof algorithms, space-separated. */
+  readonly algorithms: string;
+  /** Whether the Bearer scheme is still accepted. */
+  readonly bearer: boolean;
+  /** Whether the error belongs to the DPoP challenge rather than the Bearer one. */
+  readonly errorOnDpop: boolean;
+  /** The current server nonce, sent as `DPoP-Nonce`. */
+  readonly nonce?: string;
+}
+
+// The RFC 6750 / RFC 9449 error a challenge names for each agent error.
+const CHALLENGE_ERROR: Partial<Record<AgentErrorCode, string>> = {
+  invalid_jwt: "invalid_token",
+  invalid_dpop_proof: "invalid_dpop_proof",
+  use_dpop_nonce: "use_dpop_nonce",
+};
+
+/**
+ * `WWW-Authenticate` challenges a 401 from an agent endpoint carries: `Bearer`
+ * (when accepted), then `DPoP` with its algorithms (when DPoP is on), then
+ * `AgentAuth` naming discovery.
+ */
+export function agentChallenges(
+  discoveryUrl: string,
+  invalidToken: boolean,
+  dpop?: DpopChallenge,
+  error: AgentErrorCode = "invalid_jwt",
+): string[] {
+  const agentAuth = `AgentAuth discovery="${discoveryUrl}"`;
+  if (dpop === undefined)
+    return [invalidToken ? 'Bearer error="invalid_token"' : "Bearer", agentAuth];
+  const named = invalidToken ? CHALLENGE_ERROR[error] : undefined;
+  const onDpop = dpop.errorOnDpop || !dpop.bearer;
+  const challenges: string[] = [];
+  if (dpop.bearer)
+    challenges.push(named !== undefined && !onDpop ? `Bearer error="${named}"` : "Bearer");
+  const dpopError = named !== undefined && onDpop ? `error="${named}", ` : "";
+  challenges.push(`DPoP ${dpopError}algs="${dpop.algorithms}"`, agentAuth);
+  return challenges;
 }
 
 /** An agent endpoint error: `{"error", "message", ...extra}`, never cached. */
@@ -62,7 +101,8 @@ export function agentError(
 
 /**
  * The answer to a refused agent; a 401 carries the challenges that send it to
- * discovery (`invalid_token` when the token it presented was refused).
+ * discovery (`invalid_token` when the token it presented was refused), and,
+ * where DPoP is on, the DPoP challenge and the current nonce.
  */
 export function agentRefusal(
   refusal: {
@@ -71,13 +111,18 @@ export function agentRefusal(
     readonly extra?: Readonly<Record<string, unknown>>;
   },
   discoveryUrl: string,
+  dpop?: DpopChallenge,
 ): Response {
   const { error, message, extra } = refusal;
-  const unauthorized = error === "authentication_required" || error === "invalid_jwt";
-  return agentError(error, message, {
+  const unauthorized = STATUS[error] === 401;
+  const invalid = unauthorized && error !== "authentication_required";
+  const response = agentError(error, message, {
     ...(extra === undefined ? {} : { extra }),
-    ...(unauthorized ? { challenges: agentChallenges(discoveryUrl, error === "invalid_jwt") } : {}),
+    ...(unauthorized ? { challenges: agentChallenges(discoveryUrl, invalid, dpop, error) } : {}),
   });
+  if (dpop?.nonce !== undefined && (error === "use_dpop_nonce" || dpop.errorOnDpop))
+    response.headers.set("dpop-nonce", dpop.nonce);
+  return response;
 }
 
 /** A JSON body nobody may cache. */

@@ -7,7 +7,9 @@ export type ErrorCode =
   | "ERR_ACCESS_DENIED"
   | "ERR_BODY_READ"
   | "ERR_STORE_UNAVAILABLE"
-  | "ERR_JWT_INVALID";
+  | "ERR_JWT_INVALID"
+  | "ERR_DPOP_PROOF_INVALID"
+  | "ERR_DPOP_NONCE_REQUIRED";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
 export class PortcullisError extends Error {
@@ -107,6 +109,47 @@ export type JwtFailureReason =
   | "expired"
   | "not_yet_valid";
 
+/**
+ * A DPoP proof (RFC 9449) failed verification: malformed, oversized, forged,
+ * for another method, URL, token or key, too old, from the future. Every
+ * failure, whatever the library below threw, surfaces as this one error;
+ * `reason` says which check failed, for logs only.
+ */
+export class DpopProofInvalidError extends PortcullisError {
+  static override code = "ERR_DPOP_PROOF_INVALID" as const;
+  override readonly code = "ERR_DPOP_PROOF_INVALID" as const;
+  readonly reason: DpopFailureReason;
+
+  constructor(reason: DpopFailureReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Which check a DPoP proof failed. */
+export type DpopFailureReason =
+  | "malformed"
+  | "too_large"
+  | "header"
+  | "key"
+  | "signature"
+  | "claims"
+  | "htm"
+  | "htu"
+  | "iat"
+  | "ath"
+  | "jkt";
+
+/**
+ * A DPoP proof carried no nonce, a stale one or a forged one where a current
+ * server nonce is required: the client should retry once with the nonce it is
+ * sent (`use_dpop_nonce`).
+ */
+export class DpopNonceRequiredError extends PortcullisError {
+  static override code = "ERR_DPOP_NONCE_REQUIRED" as const;
+  override readonly code = "ERR_DPOP_NONCE_REQUIRED" as const;
+}
+
 /** Every error Portcullis throws, for exhaustive handling by `code`. */
 export type PortcullisErrors =
   | InvalidOptionsError
@@ -115,7 +158,9 @@ export type PortcullisErrors =
   | AccessDeniedError
   | StoreUnavailableError
   | BodyReadError
-  | JwtInvalidError;
+  | JwtInvalidError
+  | DpopProofInvalidError
+  | DpopNonceRequiredError;
 
 /** Whether `error` is one Portcullis threw (narrowing to the union, so `switch (error.code)` is exhaustive). */
 export function isPortcullisError(error: unknown): error is PortcullisErrors {

@@ -1,3 +1,4 @@
+import { fromBase64url } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 
 // A media-type-like name: what `typ` must look like to say what a token is for.
@@ -21,4 +22,30 @@ export function positiveSeconds(where: string, name: string, value: unknown): nu
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 31_536_000)
     throw new InvalidOptionsError(`${where}: ${name} must be a whole number of seconds, 1 or more`);
   return value;
+}
+
+const SEGMENT = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * The protected header of a compact JWS (three base64url segments), parsed as
+ * a JSON object; anything else calls `fail`.
+ */
+export function compactJwsHeader(
+  token: string,
+  fail: (message: string, cause?: unknown) => never,
+): Record<string, unknown> {
+  const segments = token.split(".");
+  if (segments.length !== 3 || !segments.every((part) => SEGMENT.test(part)))
+    fail("the token is not a compact JWS");
+  const bytes = fromBase64url(segments[0] as string);
+  if (bytes === undefined) fail("the header is not base64url");
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch (error) {
+    fail("the header is not JSON", error);
+  }
+  if (typeof header !== "object" || header === null || Array.isArray(header))
+    fail("the header is not a JSON object");
+  return header as Record<string, unknown>;
 }

@@ -1,11 +1,29 @@
 /**
  * Signed JWTs on `jose`: keys imported once and pinned to one algorithm each,
  * `kid` rotation, a JWKS of the public keys, and a verifier that requires
- * `typ`, `iss`, one exact `aud`, `sub`, `jti`, `iat` and `exp`.
+ * `typ`, `iss`, one exact `aud`, `sub`, `jti`, `iat` and `exp`; and DPoP
+ * proof verification (RFC 9449) with stateless server nonces.
  *
  * @module portcullis/jwt
  */
-export { type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
+export {
+  type DpopFailureReason,
+  DpopNonceRequiredError,
+  DpopProofInvalidError,
+  type JwtFailureReason,
+  JwtInvalidError,
+} from "../core/errors.ts";
+export { type DpopNonces, type DpopNoncesOptions, dpopNonces } from "./dpop-nonce.ts";
+export {
+  DPOP_PROOF_TYPE,
+  type DpopAlgorithm,
+  type DpopProofExpectation,
+  type DpopProofVerifier,
+  type DpopProofVerifierOptions,
+  dpopProofVerifier,
+  MAX_DPOP_PROOF_BYTES,
+  type VerifiedDpopProof,
+} from "./dpop-proof.ts";
 export {
   type AsymmetricAlgorithm,
   type AsymmetricKeyInput,

@@ -1,8 +1,7 @@
 import { type CryptoKey, errors, type JWTPayload, jwtVerify } from "jose";
-import { fromBase64url } from "../core/encoding.ts";
 import { InvalidOptionsError, type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { checkIssuer, checkTyp } from "./checks.ts";
+import { checkIssuer, checkTyp, compactJwsHeader } from "./checks.ts";
 import type { JwtAlgorithm, KeySet } from "./keys.ts";
 
 /** The most clock skew a verifier may tolerate. */
@@ -74,7 +73,6 @@ export type JwtVerifier = (
 
 // Header parameters that would let a token choose its own key or extensions.
 const REFUSED_HEADERS = ["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "zip"];
-const SEGMENT = /^[A-Za-z0-9_-]+$/;
 
 /**
  * Builds a verifier. A token passes only when it is at most `maxTokenLength`
@@ -150,21 +148,7 @@ export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
 }
 
 function protectedHeader(token: string): Record<string, unknown> {
-  const dot = token.indexOf(".");
-  const segments = token.split(".");
-  if (dot <= 0 || segments.length !== 3 || !segments.every((part) => SEGMENT.test(part)))
-    fail("malformed", "the token is not a compact JWS");
-  const bytes = fromBase64url(segments[0] as string);
-  if (bytes === undefined) fail("malformed", "the header is not base64url");
-  let header: unknown;
-  try {
-    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
-  } catch (error) {
-    fail("malformed", "the header is not JSON", error);
-  }
-  if (typeof header !== "object" || header === null || Array.isArray(header))
-    fail("malformed", "the header is not a JSON object");
-  return header as Record<string, unknown>;
+  return compactJwsHeader(token, (message, cause) => fail("malformed", message, cause));
 }
 
 function translate(error: unknown): JwtInvalidError {
