@@ -20,6 +20,7 @@ export {
   type DpopProofExpectation,
   type DpopProofVerifier,
   type DpopProofVerifierOptions,
+  dpopAlgorithms,
   dpopProofVerifier,
   MAX_DPOP_PROOF_BYTES,
   type VerifiedDpopProof,
