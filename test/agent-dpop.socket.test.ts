@@ -186,6 +186,15 @@ async function call(
 const proofFor = (key: dpop.KeyPair, url: string, token: string, method = "POST", nonce?: string) =>
   dpop.generateProof(key, url, method, nonce, token);
 
+/** Whether `proof`'s id is held by `replay` (recording it again is refused). */
+async function proofRecorded(replay: ReplayStore, key: dpop.KeyPair, proof: string) {
+  const { jti } = JSON.parse(
+    atob((proof.split(".")[1] as string).replace(/-/g, "+").replace(/_/g, "/")),
+  );
+  const id = `dpop:${await dpop.calculateThumbprint(key.publicKey)}:${jti}`;
+  return !(await replay.setIfAbsent(id, Date.now() + 60_000, Date.now()));
+}
+
 const ath = async (token: string) =>
   base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))));
 
@@ -229,6 +238,29 @@ describe("DPoP at the execute URL", () => {
     });
     expect(again.status).toBe(401);
     expect(again.body.error).toBe("invalid_jwt");
+  });
+
+  it("records nothing for a spent token replayed with fresh proofs, so it cannot fill the replay store", async () => {
+    // A small store: were a spent token's proofs recorded, these replays would fill it.
+    const replay = new MemoryReplayStore({ maxEntries: 8 });
+    const small = await instance({}, { replay });
+    const token = await mint(small, es256);
+    const first = await call(small.execute, token, {
+      proof: await proofFor(es256, small.execute, token),
+    });
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 20; i++) {
+      const replayed = await call(small.execute, token, {
+        proof: await proofFor(es256, small.execute, token),
+      });
+      expect([replayed.status, replayed.body.error]).toEqual([401, "invalid_jwt"]);
+    }
+    // Another agent's fresh token still runs: the store was not filled.
+    const fresh = await mint(small, ed25519);
+    const ok = await call(small.execute, fresh, {
+      proof: await proofFor(ed25519, small.execute, fresh),
+    });
+    expect(ok.status).toBe(200);
   });
 
   it('accepts an Ed25519 key signing with alg "Ed25519", and "dpop" in any case', async () => {
@@ -308,15 +340,15 @@ describe("DPoP at the execute URL", () => {
     expect(ok.status).toBe(200);
   });
 
-  it("refuses a replayed proof", async () => {
+  it("refuses a replayed proof, whose id was recorded once its token was spent", async () => {
     const token = await mint(site, es256);
     const proof = await proofFor(es256, site.execute, token);
     const first = await call(site.execute, token, { proof });
     expect(first.status).toBe(200);
     const replay = await call(site.execute, token, { proof });
     expect(replay.status).toBe(401);
-    expect(replay.body.error).toBe("invalid_dpop_proof");
-    expect(replay.body.message).toMatch(/already used/);
+    expect(replay.body.error).toBe("invalid_jwt");
+    expect(await proofRecorded(site.runtime.replay, es256, proof)).toBe(true);
   });
 
   it("refuses a bound token presented as Bearer (downgrade), without spending it", async () => {
@@ -439,7 +471,7 @@ describe("DPoP nonces", () => {
 });
 
 describe("a replay store that fails", () => {
-  it("answers 503 to a DPoP request when the proof's id cannot be recorded, leaving the token unspent", async () => {
+  it("answers 503 to a DPoP request when the proof's id cannot be recorded, and runs a fresh token once the store is back", async () => {
     const inner = new MemoryReplayStore();
     let failing = true;
     const replay: ReplayStore = {
@@ -456,8 +488,14 @@ describe("a replay store that fails", () => {
     expect(down.status).toBe(503);
     expect(down.body.error).toBe("temporarily_unavailable");
     failing = false;
-    const ok = await call(site.execute, token, {
+    // Failing closed: the token was spent with the proof unrecorded, so it is refused now.
+    const spent = await call(site.execute, token, {
       proof: await proofFor(es256, site.execute, token),
+    });
+    expect(spent.status).toBe(401);
+    const fresh = await mint(site, es256);
+    const ok = await call(site.execute, fresh, {
+      proof: await proofFor(es256, site.execute, fresh),
     });
     expect(ok.status).toBe(200);
   });
@@ -498,7 +536,7 @@ describe.each([
   ["Redis", () => new RedisReplayStore({ client: redis.client, prefix: `${redis.prefix}jti:` })],
   ["PostgreSQL", () => new PostgresReplayStore({ pool })],
 ])("two instances sharing the replay store (%s)", (_name, replay) => {
-  it("a proof used on one is refused on the other as a replayed proof, before the token is looked at", async () => {
+  it("a proof and token used on one are refused on the other, the proof's id recorded in the shared store", async () => {
     const stores = { grants: new MemoryGrantStore(), replay: replay() };
     const a = await instance({}, stores);
     // Behind one load balancer: B is configured with A's URLs, whatever its socket.
@@ -509,7 +547,9 @@ describe.each([
     expect((await call(a.socket, token, { proof })).status).toBe(200);
     const replayed = await call(b.socket, token, { proof });
     expect(replayed.status).toBe(401);
-    expect(replayed.body.error).toBe("invalid_dpop_proof");
+    expect(replayed.body.error).toBe("invalid_jwt");
+    // The proof's id is in the shared store, for every instance to refuse.
+    expect(await proofRecorded(stores.replay, es256, proof)).toBe(true);
     // B serves the same token's sibling with a fresh proof: the store is shared, not broken.
     const fresh = await mint(a, es256);
     const ok = await call(b.socket, fresh, { proof: await proofFor(es256, b.execute, fresh) });

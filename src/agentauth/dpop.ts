@@ -14,7 +14,7 @@ import {
   MAX_DPOP_PROOF_BYTES,
 } from "../jwt/index.ts";
 import type { AgentRuntime } from "./runtime.ts";
-import type { AgentDenial } from "./session.ts";
+import type { AgentDenial, OpenSessionSteps } from "./session.ts";
 import type { CapabilityClaims } from "./token.ts";
 import type { DpopChallenge } from "./wire.ts";
 
@@ -178,8 +178,8 @@ export function usesDpop(request: Request): boolean {
  * run before its `jti` is consumed: the scheme rules (a bound token only
  * under `DPoP` with a proof, an unbound one never with DPoP, Bearer refused
  * when DPoP is required), the proof bound to this method, this endpoint's
- * configured URL, this token and its `cnf.jkt`, then the proof's `jti`
- * consumed in the replay store.
+ * configured URL, this token and its `cnf.jkt`; then, once the token's own
+ * `jti` is spent, the proof's `jti` consumed in the replay store.
  */
 export function dpopCheck(
   runtime: AgentRuntime,
@@ -187,8 +187,9 @@ export function dpopCheck(
   request: Request,
   token: string,
   url: string,
-): (claims: CapabilityClaims) => Promise<AgentDenial | undefined> {
-  return async (claims) => {
+): Required<OpenSessionSteps> {
+  let verified: { jkt: string; jti: string; iat: number } | undefined;
+  const beforeConsume = async (claims: CapabilityClaims): Promise<AgentDenial | undefined> => {
     const who = { principalId: claims.sub, grantId: claims.grant_id };
     const scheme = /^dpop /i.test(request.headers.get("authorization") ?? "") ? "DPoP" : "Bearer";
     const proof = dpopHeader(request);
@@ -210,7 +211,6 @@ export function dpopCheck(
         "the capability token is bound to a key: present it under the DPoP scheme with a proof",
         who,
       );
-    let verified: { jkt: string; jti: string; iat: number };
     try {
       verified = await settings.verifyProof(proof, {
         method: request.method,
@@ -230,14 +230,27 @@ export function dpopCheck(
         return proofRefused("the DPoP proof is invalid", who);
       throw error;
     }
-    const now = runtime.now();
-    const keepUntil = proofKeptUntil(verified.iat, settings);
-    const first = await runtime.store(() =>
-      runtime.replay.setIfAbsent(`dpop:${verified.jkt}:${verified.jti}`, keepUntil, now),
-    );
-    if (!first) return proofRefused("the DPoP proof was already used", who);
     return undefined;
   };
+  // Recorded only once the token was spent by this request: a proof carries the token's hash
+  // (`ath`), so it is worthless after that token, and a spent token adds nothing to the store.
+  const afterConsume = async (claims: CapabilityClaims): Promise<AgentDenial | undefined> => {
+    if (verified === undefined) return undefined;
+    const { jkt, jti, iat } = verified;
+    const first = await runtime.store(() =>
+      runtime.replay.setIfAbsent(
+        `dpop:${jkt}:${jti}`,
+        proofKeptUntil(iat, settings),
+        runtime.now(),
+      ),
+    );
+    if (first) return undefined;
+    return proofRefused("the DPoP proof was already used", {
+      principalId: claims.sub,
+      grantId: claims.grant_id,
+    });
+  };
+  return { beforeConsume, afterConsume };
 }
 
 /**

@@ -67,14 +67,16 @@ export async function openRequestSession(
   steps: OpenSessionSteps = {},
 ): Promise<OpenedSession | Response> {
   const dpop = runtime.dpop;
-  // The proof is checked (and its jti spent) before the token's jti is consumed.
+  // The proof is checked before the token's jti is consumed, and its own jti spent after.
+  const proof = dpop === undefined ? undefined : dpopCheck(runtime, dpop, request, token, audience);
   const checked: OpenSessionSteps =
-    dpop === undefined
+    proof === undefined
       ? steps
       : {
           beforeConsume: async (claims) =>
-            (await dpopCheck(runtime, dpop, request, token, audience)(claims)) ??
-            steps.beforeConsume?.(claims),
+            (await proof.beforeConsume(claims)) ?? steps.beforeConsume?.(claims),
+          afterConsume: async (claims) =>
+            (await proof.afterConsume(claims)) ?? steps.afterConsume?.(claims),
         };
   let opened: OpenedSession | AgentDenial;
   try {

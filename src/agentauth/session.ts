@@ -62,6 +62,12 @@ export interface OpenSessionSteps {
    * the token.
    */
   readonly beforeConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
+  /**
+   * Runs once the token's `jti` is consumed by this request: what is recorded
+   * here (a proof's `jti`) is recorded only for a token that was still unspent,
+   * so a spent token cannot be replayed to fill the replay store.
+   */
+  readonly afterConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
 }
 
 /** The one refusal of a token the agent holds nothing with, wherever it is presented. */
@@ -112,6 +118,8 @@ async function openSteps(
   // Single use: the first presentation consumes the token, whatever follows.
   if (!(await consumeTokenId(runtime, claims)))
     return { error: "invalid_jwt", message: "the capability token was already used", ...who };
+  const late = await steps.afterConsume?.(claims);
+  if (late !== undefined) return late;
   const grant = await runtime.store(() => runtime.grants.get(claims.grant_id));
   if (grant === undefined || grant.principalId !== claims.sub)
     return { error: "grant_revoked", message: "the grant is no longer valid", ...who };
