@@ -119,12 +119,19 @@ function integerUpTo(where: string, name: string, value: unknown, max: number, w
   return value;
 }
 
-// An absolute path of plain segments: where an endpoint is mounted.
-const MOUNT_PATH = /^\/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]+\/?)*$/;
+// An absolute path of plain segments: where an endpoint is mounted. Segments are checked one by
+// one: a single pattern over the whole path would nest quantifiers and backtrack.
+const MOUNT_SEGMENT = /^[A-Za-z0-9._~!$&'()*+,;=:@-]*$/;
 
 /** `value` when it is an absolute path with no dot segments, for mounting an endpoint; throws naming `name`. */
 export function mountPathOption(where: string, name: string, value: unknown): string {
-  if (typeof value !== "string" || !MOUNT_PATH.test(value) || /\/\.{1,2}(\/|$)/.test(value))
+  if (
+    typeof value !== "string" ||
+    !value.startsWith("/") ||
+    value.includes("//") ||
+    !value.split("/").every((segment) => MOUNT_SEGMENT.test(segment)) ||
+    /\/\.{1,2}(\/|$)/.test(value)
+  )
     throw new InvalidOptionsError(`${where}: ${name} must be an absolute path`);
   return value;
 }
