@@ -276,7 +276,12 @@ function isUrl(value: string): boolean {
   else if (lower.startsWith("https://")) i = 8;
   else return false;
   for (let j = i; j < value.length; j++) if (isSpace(code(value, j))) return false;
-  const slash = indexFrom(value, "/", i);
+  // The authority ends where a URL parser ends it: at "/", "\\", "?" or "#".
+  let slash = value.length;
+  for (let j = i; j < slash; j++) {
+    const c = code(value, j);
+    if (c === 47 || c === 92 || c === 63 || c === 35) slash = j;
+  }
   const at = value.lastIndexOf("@", slash - 1);
   const host = at >= i ? at + 1 : i;
   if (at === i) return false;
@@ -287,9 +292,22 @@ function isUrl(value: string): boolean {
     const port = slash - colon - 1;
     if (port < 2 || port > 5 || digits(value, colon + 1, port) < 0) return false;
   }
-  const octets = ipv4Octets(value, host, hostEnd);
+  if (!isPublicHost(value, host, hostEnd)) return false;
+  // The host a client would reach is the one the URL parser finds (it maps full-width digits,
+  // reads numeric hosts as IPv4): it must be public too. The parser is linear in the input.
+  let parsed: string;
+  try {
+    parsed = new URL(value).hostname;
+  } catch {
+    return false;
+  }
+  return isPublicHost(parsed, 0, parsed.length);
+}
+
+function isPublicHost(value: string, start: number, end: number): boolean {
+  const octets = ipv4Octets(value, start, end);
   if (octets !== undefined) return isPublicIpv4(octets);
-  return isDomainName(value, host, hostEnd);
+  return isDomainName(value, start, end);
 }
 
 const isSpace = (c: number) =>
@@ -312,11 +330,13 @@ function isDomainName(value: string, start: number, end: number): boolean {
     if (c === 46) {
       if (label === 0 || code(value, i - 1) === 45) return false;
       labels++;
+      // An internationalised label as the URL parser writes it ("xn--p1ai") stands for letters.
+      if (value.startsWith("xn--", i - label)) alphabetic = true;
       if (i === end) return labels > 1 && alphabetic && label >= 2;
       label = 0;
       alphabetic = true;
     } else if (isAlpha(c) || c >= 0xa1) label++;
-    else if (isDigit(c) || (c === 45 && label > 0 && code(value, i - 1) !== 45)) {
+    else if (isDigit(c) || (c === 45 && label > 0)) {
       label++;
       alphabetic = false;
     } else return false;

@@ -221,6 +221,17 @@ describe("input schemas: keywords", () => {
       [{ type: "string", format: "ipv4" }, "192.168.01.1", "invalid"],
       [{ type: "string", format: "url" }, "http://192.168.1.1/", "invalid"],
       [{ type: "string", format: "url" }, "https://user:pw@example.org:8443/a?b#c", "valid"],
+      // The host is the one a URL parser reaches, not what follows the last "@".
+      [{ type: "string", format: "url" }, "http://127.0.0.1\\@evil.com/", "invalid"],
+      [{ type: "string", format: "url" }, "http://127.0.0.1#@evil.com/x", "invalid"],
+      [{ type: "string", format: "url" }, "http://169.254.169.254?@example.com/", "invalid"],
+      [{ type: "string", format: "url" }, "http://127.0.0.\uff11\uff12/", "invalid"],
+      [{ type: "string", format: "url" }, "http://2130706433.com.127.0.0.1/", "invalid"],
+      [
+        { type: "string", format: "url" },
+        "https://\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444/",
+        "valid",
+      ],
       [{ type: "string", format: "uuid" }, "123e4567-e89b-12d3-a456-426614174000", "valid"],
     ];
     for (const [schema, value, expected] of cases)
