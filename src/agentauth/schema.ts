@@ -66,55 +66,62 @@ const UNSUPPORTED: Record<string, string> = {
   $vocabulary: "the standard vocabularies are the only ones",
 };
 
-/** A subschema, compiled once when the registry is built. */
-interface Node {
-  readonly id: number;
-  readonly at: string;
-  bool?: boolean;
-  types?: readonly string[];
+/**
+ * A subschema, compiled once when the registry is built. A class with every
+ * field set, so that all nodes share one shape and the checks stay monomorphic.
+ */
+class Node {
+  bool: boolean | undefined = undefined;
+  types: readonly string[] | undefined = undefined;
   /** The `types` as bits of `kindOf` (0: any type), so that a check tests one mask. */
-  typeMask: number;
-  constant?: { readonly value: unknown };
-  enumeration?: readonly unknown[];
-  minLength?: number;
-  maxLength?: number;
-  format?: { readonly name: string; readonly test: (value: string) => boolean };
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: number;
-  exclusiveMaximum?: number;
-  multipleOf?: number;
-  minItems?: number;
-  maxItems?: number;
-  uniqueItems?: boolean;
-  prefix: Node[];
-  items?: Node;
-  contains?: Node;
-  minContains?: number;
-  maxContains?: number;
-  minProperties?: number;
-  maxProperties?: number;
-  required: string[];
-  properties: Map<string, Node>;
+  typeMask: number = 0;
+  constant: { readonly value: unknown } | undefined = undefined;
+  enumeration: readonly unknown[] | undefined = undefined;
+  minLength: number | undefined = undefined;
+  maxLength: number | undefined = undefined;
+  format: { readonly name: string; readonly test: (value: string) => boolean } | undefined =
+    undefined;
+  minimum: number | undefined = undefined;
+  maximum: number | undefined = undefined;
+  exclusiveMinimum: number | undefined = undefined;
+  exclusiveMaximum: number | undefined = undefined;
+  multipleOf: number | undefined = undefined;
+  minItems: number | undefined = undefined;
+  maxItems: number | undefined = undefined;
+  uniqueItems: boolean | undefined = undefined;
+  prefix: Node[] = [];
+  items: Node | undefined = undefined;
+  contains: Node | undefined = undefined;
+  minContains: number | undefined = undefined;
+  maxContains: number | undefined = undefined;
+  minProperties: number | undefined = undefined;
+  maxProperties: number | undefined = undefined;
+  required: string[] = [];
+  properties: Map<string, Node> = new Map();
   /** The `properties` as two lists, walked without allocating entries. */
-  propertyKeys: string[];
-  propertyNodes: Node[];
-  additional?: Node;
-  propertyNames?: Node;
-  dependentRequired: [string, string[]][];
-  dependentSchemas: [string, Node][];
-  allOf: Node[];
-  anyOf: Node[];
-  oneOf: Node[];
-  not?: Node;
-  condition?: Node;
-  whenTrue?: Node;
-  whenFalse?: Node;
-  ref?: Node;
+  propertyKeys: string[] = [];
+  propertyNodes: Node[] = [];
+  additional: Node | undefined = undefined;
+  propertyNames: Node | undefined = undefined;
+  dependentRequired: [string, string[]][] = [];
+  dependentSchemas: [string, Node][] = [];
+  allOf: Node[] = [];
+  anyOf: Node[] = [];
+  oneOf: Node[] = [];
+  not: Node | undefined = undefined;
+  condition: Node | undefined = undefined;
+  whenTrue: Node | undefined = undefined;
+  whenFalse: Node | undefined = undefined;
+  ref: Node | undefined = undefined;
   /** Which groups of keywords the node has, so that a check skips the others at once. */
-  groups: number;
+  groups: number = 0;
   /** Applied at most once to any value (one way to reach it): its verdict needs no memo. */
-  once: boolean;
+  once: boolean = false;
+
+  constructor(
+    readonly id: number,
+    readonly at: string,
+  ) {}
 }
 
 const STRING = 1;
@@ -222,23 +229,7 @@ class Compiler {
     }
     if (this.nodes.length >= MAX_SUBSCHEMAS)
       this.fail(at, `the schema has more than ${MAX_SUBSCHEMAS} subschemas`);
-    const node: Node = {
-      id: this.nodes.length,
-      at,
-      typeMask: 0,
-      prefix: [],
-      required: [],
-      properties: new Map(),
-      propertyKeys: [],
-      propertyNodes: [],
-      dependentRequired: [],
-      dependentSchemas: [],
-      allOf: [],
-      anyOf: [],
-      oneOf: [],
-      groups: 0,
-      once: false,
-    };
+    const node = new Node(this.nodes.length, at);
     this.nodes.push(node);
     if (typeof raw === "boolean") node.bool = raw;
     else {
