@@ -325,30 +325,34 @@ class Compiler {
     for (const node of this.nodes) node.once = ways.get(node) === 1;
   }
 
+  private readonly closures = new Map<Node, Set<Node>>();
+  private readonly visiting = new Set<Node>();
+
+  /** The subschemas applied to the value a subschema checks, itself included. */
+  private closure(node: Node): Set<Node> {
+    const known = this.closures.get(node);
+    if (known !== undefined) return known;
+    if (this.visiting.has(node))
+      this.fail(
+        node.at,
+        "the schema applies itself to the same value again without descending into it (a $ref loop)",
+      );
+    this.visiting.add(node);
+    const set = new Set<Node>([node]);
+    for (const inner of sameValue(node))
+      if (inner !== undefined) for (const n of this.closure(inner)) set.add(n);
+    this.visiting.delete(node);
+    this.closures.set(node, set);
+    return set;
+  }
+
   /**
    * Bounds the work: refuses a subschema that applies itself to the same value
    * (a loop), and any shape of the arguments that more than `MAX_PER_VALUE`
    * subschemas would apply to.
    */
   finish(root: Node): void {
-    const closures = new Map<Node, Set<Node>>();
-    const visiting = new Set<Node>();
-    const closure = (node: Node): Set<Node> => {
-      const known = closures.get(node);
-      if (known !== undefined) return known;
-      if (visiting.has(node))
-        this.fail(
-          node.at,
-          "the schema applies itself to the same value again without descending into it (a $ref loop)",
-        );
-      visiting.add(node);
-      const set = new Set<Node>([node]);
-      for (const inner of sameValue(node))
-        if (inner !== undefined) for (const n of closure(inner)) set.add(n);
-      visiting.delete(node);
-      closures.set(node, set);
-      return set;
-    };
+    const closure = (node: Node) => this.closure(node);
     const union = (pick: (node: Node) => readonly (Node | undefined)[], of: Set<Node>) => {
       const set = new Set<Node>();
       for (const node of of)
