@@ -139,6 +139,11 @@ describe("input schemas: what is refused when the registry is built", () => {
     ],
     ["an unknown keyword", object({ s: { maxlength: 3 } }), 'unknown keyword "maxlength"'],
     [
+      "a keyword named like an Object method",
+      object({ s: { toString: 3 } }),
+      'unknown keyword "toString"',
+    ],
+    [
       "a $ref loop on the same value",
       { $defs: { a: { allOf: [{ $ref: "#/$defs/a" }] } }, $ref: "#/$defs/a" },
       "a $ref loop",

@@ -66,50 +66,62 @@ const UNSUPPORTED: Record<string, string> = {
   $vocabulary: "the standard vocabularies are the only ones",
 };
 
-/** A subschema, compiled once when the registry is built. */
-interface Node {
-  readonly id: number;
-  readonly at: string;
-  bool?: boolean;
-  types?: readonly string[];
-  constant?: { readonly value: unknown };
-  enumeration?: readonly unknown[];
-  minLength?: number;
-  maxLength?: number;
-  format?: { readonly name: string; readonly test: (value: string) => boolean };
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: number;
-  exclusiveMaximum?: number;
-  multipleOf?: number;
-  minItems?: number;
-  maxItems?: number;
-  uniqueItems?: boolean;
-  prefix: Node[];
-  items?: Node;
-  contains?: Node;
-  minContains?: number;
-  maxContains?: number;
-  minProperties?: number;
-  maxProperties?: number;
-  required: string[];
-  properties: Map<string, Node>;
-  additional?: Node;
-  propertyNames?: Node;
-  dependentRequired: [string, string[]][];
-  dependentSchemas: [string, Node][];
-  allOf: Node[];
-  anyOf: Node[];
-  oneOf: Node[];
-  not?: Node;
-  condition?: Node;
-  whenTrue?: Node;
-  whenFalse?: Node;
-  ref?: Node;
+/**
+ * A subschema, compiled once when the registry is built. A class with every
+ * field set, so that all nodes share one shape and the checks stay monomorphic.
+ */
+class Node {
+  bool: boolean | undefined = undefined;
+  types: readonly string[] | undefined = undefined;
+  /** The `types` as bits of `kindOf` (0: any type), so that a check tests one mask. */
+  typeMask: number = 0;
+  constant: { readonly value: unknown } | undefined = undefined;
+  enumeration: readonly unknown[] | undefined = undefined;
+  minLength: number | undefined = undefined;
+  maxLength: number | undefined = undefined;
+  format: { readonly name: string; readonly test: (value: string) => boolean } | undefined =
+    undefined;
+  minimum: number | undefined = undefined;
+  maximum: number | undefined = undefined;
+  exclusiveMinimum: number | undefined = undefined;
+  exclusiveMaximum: number | undefined = undefined;
+  multipleOf: number | undefined = undefined;
+  minItems: number | undefined = undefined;
+  maxItems: number | undefined = undefined;
+  uniqueItems: boolean | undefined = undefined;
+  prefix: Node[] = [];
+  items: Node | undefined = undefined;
+  contains: Node | undefined = undefined;
+  minContains: number | undefined = undefined;
+  maxContains: number | undefined = undefined;
+  minProperties: number | undefined = undefined;
+  maxProperties: number | undefined = undefined;
+  required: string[] = [];
+  properties: Map<string, Node> = new Map();
+  /** The `properties` as two lists, walked without allocating entries. */
+  propertyKeys: string[] = [];
+  propertyNodes: Node[] = [];
+  additional: Node | undefined = undefined;
+  propertyNames: Node | undefined = undefined;
+  dependentRequired: [string, string[]][] = [];
+  dependentSchemas: [string, Node][] = [];
+  allOf: Node[] = [];
+  anyOf: Node[] = [];
+  oneOf: Node[] = [];
+  not: Node | undefined = undefined;
+  condition: Node | undefined = undefined;
+  whenTrue: Node | undefined = undefined;
+  whenFalse: Node | undefined = undefined;
+  ref: Node | undefined = undefined;
   /** Which groups of keywords the node has, so that a check skips the others at once. */
-  groups: number;
+  groups: number = 0;
   /** Applied at most once to any value (one way to reach it): its verdict needs no memo. */
-  once: boolean;
+  once: boolean = false;
+
+  constructor(
+    readonly id: number,
+    readonly at: string,
+  ) {}
 }
 
 const STRING = 1;
@@ -134,14 +146,14 @@ export function compileSchema(where: string, schema: unknown): ArgumentCheck {
   const compiler = new Compiler(where, schema, draft);
   const root = compiler.node(schema, "#");
   compiler.finish(root);
+  const count = compiler.count;
   return (value) => {
     const poisoned = findPoisonedKey(value);
     if (poisoned !== undefined) return [poisoned];
-    const run = new Run();
-    const top = new Value(value);
-    if (run.valid(root, top)) return [];
+    const run = new Run(count);
+    if (run.valid(root, value)) return [];
     const sink = new Sink();
-    run.report(root, top, "", sink);
+    run.report(root, value, "", sink);
     return sink.out.length > 0
       ? sink.out
       : [{ path: "", message: "the arguments do not match the input schema" }];
@@ -179,14 +191,22 @@ function declaredDraft(where: string, schema: unknown): Draft {
 
 class Compiler {
   private readonly nodes: Node[] = [];
+  /** Drafts 7 and 4: `$ref` replaces its schema, `items` may be a list. */
+  readonly legacy: boolean;
   private readonly byRaw = new Map<object, Node>();
   private readonly following = new Set<object>();
 
   constructor(
     private readonly where: string,
     private readonly root: unknown,
-    private readonly draft: Draft,
-  ) {}
+    readonly draft: Draft,
+  ) {
+    this.legacy = draft === "7" || draft === "4";
+  }
+
+  get count(): number {
+    return this.nodes.length;
+  }
 
   fail(at: string, message: string): never {
     throw new InvalidOptionsError(`${this.where}: at ${at}, ${message}`);
@@ -209,20 +229,7 @@ class Compiler {
     }
     if (this.nodes.length >= MAX_SUBSCHEMAS)
       this.fail(at, `the schema has more than ${MAX_SUBSCHEMAS} subschemas`);
-    const node: Node = {
-      id: this.nodes.length,
-      at,
-      prefix: [],
-      required: [],
-      properties: new Map(),
-      dependentRequired: [],
-      dependentSchemas: [],
-      allOf: [],
-      anyOf: [],
-      oneOf: [],
-      groups: 0,
-      once: false,
-    };
+    const node = new Node(this.nodes.length, at);
     this.nodes.push(node);
     if (typeof raw === "boolean") node.bool = raw;
     else {
@@ -234,192 +241,36 @@ class Compiler {
 
   private onlyRef(raw: Record<string, unknown>): boolean {
     if (raw.$ref === undefined) return false;
-    if (this.draft === "7" || this.draft === "4") return true;
+    if (this.legacy) return true;
     return Object.keys(raw).every((key) => key === "$ref" || ANNOTATIONS.has(key));
   }
 
   private fill(node: Node, raw: Record<string, unknown>, at: string): void {
     // Before 2019-09, $ref replaces the schema it sits in.
-    const onlyRef = (this.draft === "7" || this.draft === "4") && raw.$ref !== undefined;
-    let additionalItems: unknown;
+    const onlyRef = this.legacy && raw.$ref !== undefined;
     for (const [key, value] of Object.entries(raw)) {
       if (onlyRef && key !== "$ref") continue;
-      const here = `${at}/${pointerToken(key)}`;
       if (ANNOTATIONS.has(key)) continue;
-      const unsupported = UNSUPPORTED[key];
-      if (unsupported !== undefined) this.fail(here, `${key} is not supported: ${unsupported}`);
-      switch (key) {
-        case "$schema":
-        case "$id":
-          if (at !== "#") this.fail(here, `${key} is only allowed at the root`);
-          break;
-        case "$ref":
-          node.ref = this.resolve(value, here);
-          break;
-        case "$defs":
-        case "definitions":
-          for (const [name, inner] of this.entries(value, here))
-            this.node(inner, `${here}/${pointerToken(name)}`);
-          break;
-        case "type": {
-          const types = Array.isArray(value) ? value : [value];
-          if (types.length === 0 || types.some((t) => typeof t !== "string" || !TYPES.has(t)))
-            this.fail(here, `unknown type ${JSON.stringify(value)}`);
-          node.types = types as string[];
-          break;
-        }
-        case "enum":
-          if (!Array.isArray(value) || value.length === 0)
-            this.fail(here, "enum must be a non-empty array");
-          node.enumeration = value;
-          break;
-        case "const":
-          node.constant = { value };
-          break;
-        case "minimum":
-        case "maximum":
-        case "multipleOf":
-          node[key] = this.number(value, here, key === "multipleOf");
-          break;
-        case "exclusiveMinimum":
-        case "exclusiveMaximum":
-          if (this.draft === "4") {
-            if (typeof value !== "boolean") this.fail(here, `${key} must be a boolean in draft 4`);
-            const bound = key === "exclusiveMinimum" ? raw.minimum : raw.maximum;
-            if (value && typeof bound === "number") node[key] = bound;
-          } else node[key] = this.number(value, here, false);
-          break;
-        case "minLength":
-        case "maxLength":
-        case "minItems":
-        case "maxItems":
-        case "minProperties":
-        case "maxProperties":
-        case "minContains":
-        case "maxContains":
-          if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
-            this.fail(here, `${key} must be a non-negative integer`);
-          node[key] = value;
-          break;
-        case "format":
-          if (typeof value !== "string" || !Object.hasOwn(FORMATS, value))
-            this.fail(
-              here,
-              `format ${JSON.stringify(value)} cannot be checked in linear time here; use one of ${Object.keys(FORMATS).join(", ")}, or drop it and check the value in the handler`,
-            );
-          node.format = { name: value, test: FORMATS[value] as (v: string) => boolean };
-          break;
-        case "uniqueItems":
-          if (typeof value !== "boolean") this.fail(here, "uniqueItems must be a boolean");
-          node.uniqueItems = value;
-          break;
-        case "items":
-          if (Array.isArray(value) && this.draft !== "2020-12")
-            node.prefix = value.map((inner, i) => this.node(inner, `${here}/${i}`));
-          else if (Array.isArray(value))
-            this.fail(here, "items must be a schema in draft 2020-12 (use prefixItems for tuples)");
-          else node.items = this.node(value, here);
-          break;
-        case "prefixItems":
-          if (this.draft !== "2020-12") this.fail(here, "prefixItems is a draft 2020-12 keyword");
-          node.prefix = this.list(value, here);
-          break;
-        case "additionalItems":
-          if (this.draft === "2020-12") this.fail(here, "use items after prefixItems in 2020-12");
-          additionalItems = value;
-          break;
-        case "contains":
-          node.contains = this.node(value, here);
-          break;
-        case "properties":
-          for (const [name, inner] of this.entries(value, here))
-            node.properties.set(name, this.node(inner, `${here}/${pointerToken(name)}`));
-          break;
-        case "additionalProperties":
-          node.additional = this.node(value, here);
-          break;
-        case "propertyNames":
-          node.propertyNames = this.node(value, here);
-          break;
-        case "required":
-          node.required = this.strings(value, here);
-          break;
-        case "dependentRequired":
-          for (const [name, list] of this.entries(value, here))
-            node.dependentRequired.push([
-              name,
-              this.strings(list, `${here}/${pointerToken(name)}`),
-            ]);
-          break;
-        case "dependentSchemas":
-          for (const [name, inner] of this.entries(value, here))
-            node.dependentSchemas.push([name, this.node(inner, `${here}/${pointerToken(name)}`)]);
-          break;
-        case "dependencies":
-          for (const [name, inner] of this.entries(value, here)) {
-            const there = `${here}/${pointerToken(name)}`;
-            if (Array.isArray(inner))
-              node.dependentRequired.push([name, this.strings(inner, there)]);
-            else node.dependentSchemas.push([name, this.node(inner, there)]);
-          }
-          break;
-        case "allOf":
-        case "anyOf":
-        case "oneOf":
-          node[key] = this.list(value, here);
-          if (node[key].length === 0) this.fail(here, `${key} must not be empty`);
-          break;
-        case "not":
-          node.not = this.node(value, here);
-          break;
-        case "if":
-          node.condition = this.node(value, here);
-          break;
-        case "then":
-          node.whenTrue = this.node(value, here);
-          break;
-        case "else":
-          node.whenFalse = this.node(value, here);
-          break;
-        default:
-          this.fail(here, `unknown keyword ${JSON.stringify(key)}`);
-      }
+      const here = `${at}/${pointerToken(key)}`;
+      if (Object.hasOwn(UNSUPPORTED, key))
+        this.fail(here, `${key} is not supported: ${UNSUPPORTED[key]}`);
+      const keyword = KEYWORDS.get(key);
+      if (keyword === undefined) this.fail(here, `unknown keyword ${JSON.stringify(key)}`);
+      keyword(this, node, key, value, here, raw);
     }
-    if (additionalItems !== undefined && Array.isArray(raw.items))
-      node.items = this.node(additionalItems, `${at}/additionalItems`);
+    if (!onlyRef && raw.additionalItems !== undefined && Array.isArray(raw.items))
+      node.items = this.node(raw.additionalItems, `${at}/additionalItems`);
     // then and else mean nothing without if.
     if (node.condition === undefined) {
       node.whenTrue = undefined;
       node.whenFalse = undefined;
     }
-    const has = (...values: unknown[]) => values.some((v) => v !== undefined);
-    node.groups =
-      (has(node.minLength, node.maxLength, node.format) ? STRING : 0) |
-      (has(
-        node.minimum,
-        node.maximum,
-        node.exclusiveMinimum,
-        node.exclusiveMaximum,
-        node.multipleOf,
-      )
-        ? NUMBER
-        : 0) |
-      (has(node.minItems, node.maxItems, node.items, node.contains, node.uniqueItems) ||
-      node.prefix.length > 0
-        ? ARRAY
-        : 0) |
-      (has(node.minProperties, node.maxProperties, node.additional, node.propertyNames) ||
-      node.required.length + node.properties.size > 0 ||
-      node.dependentRequired.length + node.dependentSchemas.length > 0
-        ? OBJECT
-        : 0) |
-      (has(node.ref, node.not, node.condition) ||
-      node.allOf.length + node.anyOf.length + node.oneOf.length > 0
-        ? APPLICATORS
-        : 0);
+    node.propertyKeys = [...node.properties.keys()];
+    node.propertyNodes = [...node.properties.values()];
+    node.groups = groupsOf(node);
   }
 
-  private resolve(ref: unknown, at: string): Node {
+  resolve(ref: unknown, at: string): Node {
     if (ref === "#") return this.node(this.root, "#");
     if (typeof ref !== "string" || !ref.startsWith("#/"))
       this.fail(at, `only local $ref ("#" or "#/...") can be resolved, not ${JSON.stringify(ref)}`);
@@ -438,49 +289,61 @@ class Compiler {
     return this.node(target, ref);
   }
 
-  private entries(value: unknown, at: string): [string, unknown][] {
+  entries(value: unknown, at: string): [string, unknown][] {
     if (!isPlainObject(value)) this.fail(at, "must be an object");
     return Object.entries(value);
   }
 
-  private list(value: unknown, at: string): Node[] {
+  list(value: unknown, at: string): Node[] {
     if (!Array.isArray(value)) this.fail(at, "must be an array of schemas");
     return value.map((inner, i) => this.node(inner, `${at}/${i}`));
   }
 
-  private strings(value: unknown, at: string): string[] {
+  strings(value: unknown, at: string): string[] {
     if (!Array.isArray(value) || value.some((s) => typeof s !== "string"))
       this.fail(at, "must be an array of strings");
     return value;
   }
 
-  private number(value: unknown, at: string, positive: boolean): number {
+  number(value: unknown, at: string, positive: boolean): number {
     if (typeof value !== "number" || !Number.isFinite(value) || (positive && value <= 0))
       this.fail(at, `must be a ${positive ? "positive " : ""}number`);
     return value;
   }
 
   /**
-   * Marks the subschemas with a single way to reach them from the root: each
-   * is applied at most once per value, so memoising its verdicts only costs.
+   * Marks the subschemas applied by one keyword of one subschema only (or the
+   * root, applied by none). That subschema is itself checked at most once per
+   * value (memoised, or marked so in turn), so these are applied at most once
+   * per value and memoising their verdicts would only cost.
    */
   private markOnce(root: Node): void {
-    const parents = new Map<Node, Node[]>();
+    const ways = new Map<Node, number>([[root, 1]]);
     for (const node of this.nodes)
       for (const inner of [...sameValue(node), ...descents(node)])
-        if (inner !== undefined) parents.set(inner, [...(parents.get(inner) ?? []), node]);
-    const decided = new Map<Node, boolean>();
-    const once = (node: Node): boolean => {
-      const known = decided.get(node);
-      if (known !== undefined) return known;
-      decided.set(node, false); // a cycle has two ways in, or none from the root
-      const from = parents.get(node) ?? [];
-      const verdict =
-        node === root ? from.length === 0 : from.length === 1 && once(from[0] as Node);
-      decided.set(node, verdict);
-      return verdict;
-    };
-    for (const node of this.nodes) node.once = once(node);
+        if (inner !== undefined) ways.set(inner, (ways.get(inner) ?? 0) + 1);
+    for (const node of this.nodes) node.once = ways.get(node) === 1;
+  }
+
+  private readonly closures = new Map<Node, Set<Node>>();
+  private readonly visiting = new Set<Node>();
+
+  /** The subschemas applied to the value a subschema checks, itself included. */
+  private closure(node: Node): Set<Node> {
+    const known = this.closures.get(node);
+    if (known !== undefined) return known;
+    if (this.visiting.has(node))
+      this.fail(
+        node.at,
+        "the schema applies itself to the same value again without descending into it (a $ref loop)",
+      );
+    this.visiting.add(node);
+    const set = new Set<Node>([node]);
+    for (const inner of sameValue(node))
+      if (inner !== undefined) for (const n of this.closure(inner)) set.add(n);
+    this.visiting.delete(node);
+    this.closures.set(node, set);
+    return set;
   }
 
   /**
@@ -489,24 +352,7 @@ class Compiler {
    * subschemas would apply to.
    */
   finish(root: Node): void {
-    const closures = new Map<Node, Set<Node>>();
-    const visiting = new Set<Node>();
-    const closure = (node: Node): Set<Node> => {
-      const known = closures.get(node);
-      if (known !== undefined) return known;
-      if (visiting.has(node))
-        this.fail(
-          node.at,
-          "the schema applies itself to the same value again without descending into it (a $ref loop)",
-        );
-      visiting.add(node);
-      const set = new Set<Node>([node]);
-      for (const inner of sameValue(node))
-        if (inner !== undefined) for (const n of closure(inner)) set.add(n);
-      visiting.delete(node);
-      closures.set(node, set);
-      return set;
-    };
+    const closure = (node: Node) => this.closure(node);
     const union = (pick: (node: Node) => readonly (Node | undefined)[], of: Set<Node>) => {
       const set = new Set<Node>();
       for (const node of of)
@@ -555,6 +401,213 @@ class Compiler {
   }
 }
 
+type Keyword = (
+  compiler: Compiler,
+  node: Node,
+  key: string,
+  value: unknown,
+  here: string,
+  raw: Record<string, unknown>,
+) => void;
+
+type Count =
+  | "minLength"
+  | "maxLength"
+  | "minItems"
+  | "maxItems"
+  | "minProperties"
+  | "maxProperties"
+  | "minContains"
+  | "maxContains";
+
+const rootOnly: Keyword = (c, node, key, _value, here) => {
+  if (node.at !== "#") return c.fail(here, `${key} is only allowed at the root`);
+};
+
+const definitions: Keyword = (c, _node, _key, value, here) => {
+  for (const [name, inner] of c.entries(value, here))
+    c.node(inner, `${here}/${pointerToken(name)}`);
+};
+
+const type: Keyword = (c, node, _key, value, here) => {
+  const types = Array.isArray(value) ? value : [value];
+  if (types.length === 0 || types.some((t) => typeof t !== "string" || !TYPES.has(t)))
+    return c.fail(here, `unknown type ${JSON.stringify(value)}`);
+  node.types = types as string[];
+  for (const name of node.types) node.typeMask |= TYPE_BITS[name] as number;
+};
+
+const bound: Keyword = (c, node, key, value, here) => {
+  node[key as "minimum" | "maximum" | "multipleOf"] = c.number(value, here, key === "multipleOf");
+};
+
+const exclusiveBound: Keyword = (c, node, key, value, here, raw) => {
+  const name = key as "exclusiveMinimum" | "exclusiveMaximum";
+  if (c.draft !== "4") node[name] = c.number(value, here, false);
+  else {
+    if (typeof value !== "boolean") return c.fail(here, `${key} must be a boolean in draft 4`);
+    const limit = name === "exclusiveMinimum" ? raw.minimum : raw.maximum;
+    if (value && typeof limit === "number") node[name] = limit;
+  }
+};
+
+const count: Keyword = (c, node, key, value, here) => {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+    return c.fail(here, `${key} must be a non-negative integer`);
+  node[key as Count] = value;
+};
+
+const format: Keyword = (c, node, _key, value, here) => {
+  if (typeof value !== "string" || !Object.hasOwn(FORMATS, value))
+    return c.fail(
+      here,
+      `format ${JSON.stringify(value)} cannot be checked in linear time here; use one of ${Object.keys(FORMATS).join(", ")}, or drop it and check the value in the handler`,
+    );
+  node.format = { name: value, test: FORMATS[value] as (v: string) => boolean };
+};
+
+const items: Keyword = (c, node, _key, value, here) => {
+  if (Array.isArray(value) && c.draft !== "2020-12")
+    node.prefix = value.map((inner, i) => c.node(inner, `${here}/${i}`));
+  else if (Array.isArray(value))
+    return c.fail(here, "items must be a schema in draft 2020-12 (use prefixItems for tuples)");
+  else node.items = c.node(value, here);
+};
+
+const properties: Keyword = (c, node, _key, value, here) => {
+  for (const [name, inner] of c.entries(value, here))
+    node.properties.set(name, c.node(inner, `${here}/${pointerToken(name)}`));
+};
+
+const dependencies: Keyword = (c, node, key, value, here) => {
+  for (const [name, inner] of c.entries(value, here)) {
+    const there = `${here}/${pointerToken(name)}`;
+    if (key === "dependentRequired" || (key === "dependencies" && Array.isArray(inner)))
+      node.dependentRequired.push([name, c.strings(inner, there)]);
+    else node.dependentSchemas.push([name, c.node(inner, there)]);
+  }
+};
+
+const combination: Keyword = (c, node, key, value, here) => {
+  const list = c.list(value, here);
+  if (list.length === 0) return c.fail(here, `${key} must not be empty`);
+  node[key as "allOf" | "anyOf" | "oneOf"] = list;
+};
+
+/** One subschema under a keyword, stored in the node's field of that name. */
+const single =
+  (
+    field:
+      | "contains"
+      | "additional"
+      | "propertyNames"
+      | "not"
+      | "condition"
+      | "whenTrue"
+      | "whenFalse",
+  ): Keyword =>
+  (c, node, _key, value, here) => {
+    node[field] = c.node(value, here);
+  };
+
+/** How each keyword is compiled; a keyword not here (nor an annotation) is refused. */
+const KEYWORDS = new Map<string, Keyword>([
+  ["$schema", rootOnly],
+  ["$id", rootOnly],
+  ["$ref", (c, node, _key, value, here) => (node.ref = c.resolve(value, here))],
+  ["$defs", definitions],
+  ["definitions", definitions],
+  ["type", type],
+  [
+    "enum",
+    (c, node, _key, value, here) => {
+      if (!Array.isArray(value) || value.length === 0)
+        return c.fail(here, "enum must be a non-empty array");
+      node.enumeration = value;
+    },
+  ],
+  ["const", (_c, node, _key, value) => (node.constant = { value })],
+  ["minimum", bound],
+  ["maximum", bound],
+  ["multipleOf", bound],
+  ["exclusiveMinimum", exclusiveBound],
+  ["exclusiveMaximum", exclusiveBound],
+  ["minLength", count],
+  ["maxLength", count],
+  ["minItems", count],
+  ["maxItems", count],
+  ["minProperties", count],
+  ["maxProperties", count],
+  ["minContains", count],
+  ["maxContains", count],
+  ["format", format],
+  [
+    "uniqueItems",
+    (c, node, _key, value, here) => {
+      if (typeof value !== "boolean") return c.fail(here, "uniqueItems must be a boolean");
+      node.uniqueItems = value;
+    },
+  ],
+  ["items", items],
+  [
+    "prefixItems",
+    (c, node, _key, value, here) => {
+      if (c.draft !== "2020-12") return c.fail(here, "prefixItems is a draft 2020-12 keyword");
+      node.prefix = c.list(value, here);
+    },
+  ],
+  [
+    // Compiled once all keywords are read, as it depends on items.
+    "additionalItems",
+    (c, _node, _key, _value, here) => {
+      if (c.draft === "2020-12") return c.fail(here, "use items after prefixItems in 2020-12");
+    },
+  ],
+  ["contains", single("contains")],
+  ["properties", properties],
+  ["additionalProperties", single("additional")],
+  ["propertyNames", single("propertyNames")],
+  ["required", (c, node, _key, value, here) => (node.required = c.strings(value, here))],
+  ["dependentRequired", dependencies],
+  ["dependentSchemas", dependencies],
+  ["dependencies", dependencies],
+  ["allOf", combination],
+  ["anyOf", combination],
+  ["oneOf", combination],
+  ["not", single("not")],
+  ["if", single("condition")],
+  ["then", single("whenTrue")],
+  ["else", single("whenFalse")],
+]);
+
+/** Which groups of keywords a compiled node has. */
+function groupsOf(node: Node): number {
+  const has = (...values: unknown[]) => values.some((v) => v !== undefined);
+  let groups = 0;
+  if (has(node.minLength, node.maxLength, node.format)) groups |= STRING;
+  if (
+    has(node.minimum, node.maximum, node.exclusiveMinimum, node.exclusiveMaximum, node.multipleOf)
+  )
+    groups |= NUMBER;
+  if (
+    has(node.minItems, node.maxItems, node.items, node.contains, node.uniqueItems) ||
+    node.prefix.length > 0
+  )
+    groups |= ARRAY;
+  if (
+    has(node.minProperties, node.maxProperties, node.additional, node.propertyNames) ||
+    node.required.length + node.properties.size > 0 ||
+    node.dependentRequired.length + node.dependentSchemas.length > 0
+  )
+    groups |= OBJECT;
+  if (
+    has(node.ref, node.not, node.condition) ||
+    node.allOf.length + node.anyOf.length + node.oneOf.length > 0
+  )
+    groups |= APPLICATORS;
+  return groups;
+}
+
 /** The subschemas a subschema applies to the values below the one it checks. */
 function descents(node: Node): (Node | undefined)[] {
   return [
@@ -582,54 +635,6 @@ function sameValue(node: Node): (Node | undefined)[] {
   ];
 }
 
-/** One value of the arguments, with what was learnt about it during one validation. */
-class Value {
-  /** Verdicts of the subschemas already checked against this value. */
-  /** Verdicts as `2 * node id + verdict` (-1: none): the first inline, the others in a list of at most `MAX_PER_VALUE`. */
-  first = -1;
-  memo: number[] | undefined;
-  keys: string[] | undefined;
-  items: Value[] | undefined;
-  members: Map<string, Value> | undefined;
-  names: Map<string, Value> | undefined;
-  canonical: number | undefined;
-  constructor(readonly raw: unknown) {}
-
-  child(key: string | number): Value {
-    if (typeof key === "number") {
-      this.items ??= [];
-      let found = this.items[key];
-      if (found === undefined) {
-        found = new Value((this.raw as unknown[])[key]);
-        this.items[key] = found;
-      }
-      return found;
-    }
-    this.members ??= new Map();
-    let found = this.members.get(key);
-    if (found === undefined) {
-      found = new Value((this.raw as Record<string, unknown>)[key]);
-      this.members.set(key, found);
-    }
-    return found;
-  }
-
-  name(key: string): Value {
-    this.names ??= new Map();
-    let found = this.names.get(key);
-    if (found === undefined) {
-      found = new Value(key);
-      this.names.set(key, found);
-    }
-    return found;
-  }
-
-  ownKeys(): string[] {
-    this.keys ??= Object.keys(this.raw as object);
-    return this.keys;
-  }
-}
-
 class Sink {
   readonly out: ArgumentError[] = [];
   private readonly seen = new Set<string>();
@@ -644,49 +649,56 @@ class Sink {
   }
 }
 
-/** One validation: verdicts are memoised per (subschema, value), so none is computed twice. */
+/**
+ * One validation: verdicts are memoised per (subschema, value), so none is
+ * computed twice. A verdict depends on the value alone, so the memo is keyed
+ * by the value itself: objects and arrays by identity, strings and numbers by
+ * content (equal strings share their verdicts).
+ */
 class Run {
+  /** Per subschema id, created on first use. */
+  private readonly memos: (Map<unknown, boolean> | undefined)[];
+  private keys: Map<object, string[]> | undefined;
+  private canonicals: Map<object, number> | undefined;
   private readonly canonicalIds = new Map<string, number>();
   /** While errors are collected every verdict is kept: the same parts are asked again. */
   private reporting = false;
 
-  valid(node: Node, value: Value): boolean {
+  constructor(nodes: number) {
+    this.memos = new Array(nodes).fill(undefined);
+  }
+
+  valid(node: Node, value: unknown): boolean {
     if (node.bool !== undefined) return node.bool;
     if (node.once && !this.reporting) return this.evaluate(node, value, "", undefined);
-    if (value.first >> 1 === node.id) return (value.first & 1) === 1;
-    const memo = value.memo;
-    if (memo !== undefined)
-      for (const entry of memo) if (entry >> 1 === node.id) return (entry & 1) === 1;
-    const verdict = this.evaluate(node, value, "", undefined);
-    const entry = node.id * 2 + (verdict ? 1 : 0);
-    if (value.first < 0) value.first = entry;
-    else {
-      value.memo ??= [];
-      value.memo.push(entry);
+    let memo = this.memos[node.id];
+    if (memo === undefined) {
+      memo = new Map();
+      this.memos[node.id] = memo;
     }
+    const known = memo.get(value);
+    if (known !== undefined) return known;
+    const verdict = this.evaluate(node, value, "", undefined);
+    memo.set(value, verdict);
     return verdict;
   }
 
   /** Says why `value` fails `node`, descending only into the parts that fail. */
-  report(node: Node, value: Value, path: string, sink: Sink): void {
+  report(node: Node, value: unknown, path: string, sink: Sink): void {
     this.reporting = true;
     if (sink.full || this.valid(node, value)) return;
     if (node.bool === false) sink.add(path, "no value is allowed here");
     else this.evaluate(node, value, path, sink);
   }
 
-  /** A failure: true when the caller should stop (always without a sink, else when it is full). */
-  private bad(sink: Sink | undefined, path: string, message: string): boolean {
-    if (sink === undefined) return true;
-    sink.add(path, message);
-    return sink.full;
-  }
-
-  /** Checks `value` (at `path`, or its `key` below `path`) against `next`; true to stop. */
+  /**
+   * Checks `value` (at `path`, or its `key` below `path`) against `next`; true
+   * to stop. The path is only written out when there is a sink to report to.
+   */
   private fails(
     sink: Sink | undefined,
     next: Node,
-    value: Value,
+    value: unknown,
     path: string,
     key?: string | number,
   ): boolean {
@@ -704,71 +716,102 @@ class Run {
   /**
    * Checks `value` against `node`'s own keywords, cheapest first. Without a
    * sink it stops at the first failure; with one it reports failures (the
-   * caller knows the value fails) until the sink is full.
+   * caller knows the value fails) until the sink is full. Messages are only
+   * built when there is a sink.
    */
-  private evaluate(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
-    const raw = value.raw;
-    if (node.types !== undefined && !hasSomeType(raw, node.types)) {
-      this.bad(sink, path, `must be of type ${node.types.join(" or ")}`);
+  private evaluate(node: Node, raw: unknown, path: string, sink: Sink | undefined): boolean {
+    const kind = kindOf(raw);
+    if (node.typeMask !== 0 && (node.typeMask & kind) === 0) {
+      if (sink !== undefined) sink.add(path, `must be of type ${node.types?.join(" or ")}`);
       return false;
     }
     if (node.constant !== undefined && !equal(raw, node.constant.value))
-      if (this.bad(sink, path, `must be ${JSON.stringify(node.constant.value)}`)) return false;
+      if (sink === undefined || stop(sink, path, `must be ${JSON.stringify(node.constant.value)}`))
+        return false;
     if (node.enumeration !== undefined && !isListed(raw, node.enumeration))
-      if (this.bad(sink, path, "must be one of the values listed in enum")) return false;
+      if (sink === undefined || stop(sink, path, "must be one of the values listed in enum"))
+        return false;
     const groups = node.groups;
     if (groups === 0) return true;
-    if (typeof raw === "string") {
-      if ((groups & STRING) === 0) return this.applicators(node, value, path, sink);
-      let sized = true;
-      if (node.maxLength !== undefined && tooLong(raw, node.maxLength)) {
-        sized = false;
-        if (this.bad(sink, path, `must be at most ${node.maxLength} characters long`)) return false;
-      }
-      if (node.minLength !== undefined && tooShort(raw, node.minLength)) {
-        sized = false;
-        if (this.bad(sink, path, `must be at least ${node.minLength} characters long`))
-          return false;
-      }
-      if (sized && node.format !== undefined && !node.format.test(raw))
-        if (this.bad(sink, path, `must be a valid ${node.format.name}`)) return false;
-    } else if (typeof raw === "number") {
-      if ((groups & NUMBER) === 0) return this.applicators(node, value, path, sink);
-      if (node.minimum !== undefined && raw < node.minimum)
-        if (this.bad(sink, path, `must be at least ${node.minimum}`)) return false;
-      if (node.maximum !== undefined && raw > node.maximum)
-        if (this.bad(sink, path, `must be at most ${node.maximum}`)) return false;
-      if (node.exclusiveMinimum !== undefined && raw <= node.exclusiveMinimum)
-        if (this.bad(sink, path, `must be greater than ${node.exclusiveMinimum}`)) return false;
-      if (node.exclusiveMaximum !== undefined && raw >= node.exclusiveMaximum)
-        if (this.bad(sink, path, `must be less than ${node.exclusiveMaximum}`)) return false;
-      if (node.multipleOf !== undefined && !isMultiple(raw, node.multipleOf))
-        if (this.bad(sink, path, `must be a multiple of ${node.multipleOf}`)) return false;
-    } else if (Array.isArray(raw)) {
-      if ((groups & ARRAY) !== 0 && !this.array(node, value, raw, path, sink)) return false;
-    } else if (isObject(raw)) {
-      if ((groups & OBJECT) !== 0 && !this.object(node, value, raw, path, sink)) return false;
+    if (kind === K_STRING) {
+      if ((groups & STRING) !== 0 && !this.string(node, raw as string, path, sink)) return false;
+    } else if ((kind & K_NUMBER) !== 0) {
+      if ((groups & NUMBER) !== 0 && !this.number(node, raw as number, path, sink)) return false;
+    } else if (kind === K_ARRAY) {
+      if ((groups & ARRAY) !== 0 && !this.array(node, raw as unknown[], path, sink)) return false;
+    } else if (kind === K_OBJECT) {
+      if ((groups & OBJECT) !== 0 && !this.object(node, raw as Record<string, unknown>, path, sink))
+        return false;
     }
-    return this.applicators(node, value, path, sink);
+    return (groups & APPLICATORS) === 0 || this.applicators(node, raw, path, sink);
   }
 
-  private applicators(node: Node, value: Value, path: string, sink: Sink | undefined): boolean {
-    if ((node.groups & APPLICATORS) === 0) return true;
-    for (const next of node.allOf) if (this.fails(sink, next, value, path)) return false;
+  private string(node: Node, raw: string, path: string, sink: Sink | undefined): boolean {
+    let sized = true;
+    if (node.maxLength !== undefined && tooLong(raw, node.maxLength)) {
+      sized = false;
+      if (
+        sink === undefined ||
+        stop(sink, path, `must be at most ${node.maxLength} characters long`)
+      )
+        return false;
+    }
+    if (node.minLength !== undefined && tooShort(raw, node.minLength)) {
+      sized = false;
+      if (
+        sink === undefined ||
+        stop(sink, path, `must be at least ${node.minLength} characters long`)
+      )
+        return false;
+    }
+    if (sized && node.format !== undefined && !node.format.test(raw))
+      if (sink === undefined || stop(sink, path, `must be a valid ${node.format.name}`))
+        return false;
+    return true;
+  }
+
+  private number(node: Node, raw: number, path: string, sink: Sink | undefined): boolean {
+    if (node.minimum !== undefined && raw < node.minimum)
+      if (sink === undefined || stop(sink, path, `must be at least ${node.minimum}`)) return false;
+    if (node.maximum !== undefined && raw > node.maximum)
+      if (sink === undefined || stop(sink, path, `must be at most ${node.maximum}`)) return false;
+    if (node.exclusiveMinimum !== undefined && raw <= node.exclusiveMinimum)
+      if (sink === undefined || stop(sink, path, `must be greater than ${node.exclusiveMinimum}`))
+        return false;
+    if (node.exclusiveMaximum !== undefined && raw >= node.exclusiveMaximum)
+      if (sink === undefined || stop(sink, path, `must be less than ${node.exclusiveMaximum}`))
+        return false;
+    if (node.multipleOf !== undefined && !isMultiple(raw, node.multipleOf))
+      if (sink === undefined || stop(sink, path, `must be a multiple of ${node.multipleOf}`))
+        return false;
+    return true;
+  }
+
+  private applicators(node: Node, value: unknown, path: string, sink: Sink | undefined): boolean {
+    const allOf = node.allOf;
+    for (let i = 0; i < allOf.length; i++)
+      if (this.fails(sink, allOf[i] as Node, value, path)) return false;
     if (node.ref !== undefined && this.fails(sink, node.ref, value, path)) return false;
     if (node.anyOf.length > 0 && !this.anyValid(node.anyOf, value))
-      if (this.bad(sink, path, "must match at least one schema of anyOf")) return false;
-    if (node.oneOf.length > 0) {
+      if (sink === undefined || stop(sink, path, "must match at least one schema of anyOf"))
+        return false;
+    const oneOf = node.oneOf;
+    if (oneOf.length > 0) {
       let matched = 0;
-      for (const next of node.oneOf) if (this.valid(next, value) && ++matched > 1) break;
+      for (let i = 0; i < oneOf.length; i++)
+        if (this.valid(oneOf[i] as Node, value) && ++matched > 1) break;
       if (matched !== 1) {
         const how = matched === 0 ? "none" : "several";
-        if (this.bad(sink, path, `must match exactly one schema of oneOf, not ${how}`))
+        if (
+          sink === undefined ||
+          stop(sink, path, `must match exactly one schema of oneOf, not ${how}`)
+        )
           return false;
       }
     }
     if (node.not !== undefined && this.valid(node.not, value))
-      if (this.bad(sink, path, "must not match the schema under not")) return false;
+      if (sink === undefined || stop(sink, path, "must not match the schema under not"))
+        return false;
     if (node.condition !== undefined) {
       const branch = this.valid(node.condition, value) ? node.whenTrue : node.whenFalse;
       if (branch !== undefined && this.fails(sink, branch, value, path)) return false;
@@ -776,57 +819,47 @@ class Run {
     return true;
   }
 
-  private anyValid(nodes: readonly Node[], value: Value): boolean {
-    for (const next of nodes) if (this.valid(next, value)) return true;
+  private anyValid(nodes: readonly Node[], value: unknown): boolean {
+    for (let i = 0; i < nodes.length; i++) if (this.valid(nodes[i] as Node, value)) return true;
     return false;
   }
 
-  private array(
-    node: Node,
-    value: Value,
-    raw: unknown[],
-    path: string,
-    sink: Sink | undefined,
-  ): boolean {
+  private array(node: Node, raw: unknown[], path: string, sink: Sink | undefined): boolean {
     const length = raw.length;
     let sized = true;
     if (node.maxItems !== undefined && length > node.maxItems) {
       sized = false;
-      if (this.bad(sink, path, `must have at most ${node.maxItems} items`)) return false;
+      if (sink === undefined || stop(sink, path, `must have at most ${node.maxItems} items`))
+        return false;
     }
     if (node.minItems !== undefined && length < node.minItems) {
       sized = false;
-      if (this.bad(sink, path, `must have at least ${node.minItems} items`)) return false;
+      if (sink === undefined || stop(sink, path, `must have at least ${node.minItems} items`))
+        return false;
     }
     // Past a failed bound the items are not worth checking (nor comparing).
     if (!sized) return true;
-    if (node.prefix.length > 0 || node.items !== undefined) {
+    const prefix = node.prefix;
+    const rest = node.items;
+    if (prefix.length > 0 || rest !== undefined) {
       for (let i = 0; i < length; i++) {
-        const next = i < node.prefix.length ? node.prefix[i] : node.items;
-        if (next !== undefined && this.fails(sink, next, value.child(i), path, i)) return false;
+        const next = i < prefix.length ? prefix[i] : rest;
+        if (next !== undefined && this.fails(sink, next, raw[i], path, i)) return false;
       }
     }
-    if (node.contains !== undefined) {
-      const min = node.minContains ?? 1;
-      const max = node.maxContains ?? Number.POSITIVE_INFINITY;
-      let count = 0;
-      for (let i = 0; i < length && count <= max; i++) {
-        if (this.valid(node.contains, value.child(i))) count++;
-        if (count >= min && max === Number.POSITIVE_INFINITY) break;
-      }
-      if (count < min && this.bad(sink, path, `must contain at least ${min} matching item(s)`))
-        return false;
-      if (count > max && this.bad(sink, path, `must contain at most ${max} matching item(s)`))
-        return false;
-    }
+    if (node.contains !== undefined && !this.contains(node, node.contains, raw, path, sink))
+      return false;
     if (node.uniqueItems === true && length > 1) {
       const first = new Map<number, number>();
       for (let i = 0; i < length; i++) {
-        const id = this.canonical(value.child(i));
+        const id = this.canonical(raw[i]);
         const earlier = first.get(id);
         if (earlier !== undefined) {
-          const message = `must have unique items (items ${earlier} and ${i} are equal)`;
-          if (this.bad(sink, path, message)) return false;
+          if (
+            sink === undefined ||
+            stop(sink, path, `must have unique items (items ${earlier} and ${i} are equal)`)
+          )
+            return false;
           break;
         }
         first.set(id, i);
@@ -835,107 +868,195 @@ class Run {
     return true;
   }
 
+  private contains(
+    node: Node,
+    matching: Node,
+    raw: unknown[],
+    path: string,
+    sink: Sink | undefined,
+  ): boolean {
+    const min = node.minContains ?? 1;
+    const max = node.maxContains ?? Number.POSITIVE_INFINITY;
+    let count = 0;
+    for (let i = 0; i < raw.length && count <= max; i++) {
+      if (this.valid(matching, raw[i])) count++;
+      if (count >= min && max === Number.POSITIVE_INFINITY) break;
+    }
+    if (count < min)
+      if (sink === undefined || stop(sink, path, `must contain at least ${min} matching item(s)`))
+        return false;
+    if (count > max)
+      if (sink === undefined || stop(sink, path, `must contain at most ${max} matching item(s)`))
+        return false;
+    return true;
+  }
+
   private object(
     node: Node,
-    value: Value,
     raw: Record<string, unknown>,
     path: string,
     sink: Sink | undefined,
   ): boolean {
     if (node.maxProperties !== undefined || node.minProperties !== undefined) {
-      const count = value.ownKeys().length;
+      const count = this.ownKeys(raw).length;
       if (node.maxProperties !== undefined && count > node.maxProperties)
-        if (this.bad(sink, path, `must have at most ${node.maxProperties} properties`))
+        if (
+          sink === undefined ||
+          stop(sink, path, `must have at most ${node.maxProperties} properties`)
+        )
           return false;
       if (node.minProperties !== undefined && count < node.minProperties)
-        if (this.bad(sink, path, `must have at least ${node.minProperties} properties`))
+        if (
+          sink === undefined ||
+          stop(sink, path, `must have at least ${node.minProperties} properties`)
+        )
           return false;
     }
     for (const key of node.required)
       if (!Object.hasOwn(raw, key))
-        if (this.bad(sink, path, `the property ${JSON.stringify(key)} is required`)) return false;
+        if (
+          sink === undefined ||
+          stop(sink, path, `the property ${JSON.stringify(key)} is required`)
+        )
+          return false;
     for (const [key, needed] of node.dependentRequired) {
       if (!Object.hasOwn(raw, key)) continue;
       for (const other of needed)
         if (!Object.hasOwn(raw, other)) {
+          if (sink === undefined) return false;
           const message = `the property ${JSON.stringify(other)} is required with ${JSON.stringify(key)}`;
-          if (this.bad(sink, path, message)) return false;
+          if (stop(sink, path, message)) return false;
         }
     }
+    if (!this.members(node, raw, path, sink)) return false;
+    if (node.propertyNames !== undefined) {
+      for (const key of this.ownKeys(raw))
+        if (this.fails(sink, node.propertyNames, key, path, key)) return false;
+    }
+    for (const [key, next] of node.dependentSchemas)
+      if (Object.hasOwn(raw, key) && this.fails(sink, next, raw, path)) return false;
+    return true;
+  }
+
+  /** `properties` and `additionalProperties`. */
+  private members(
+    node: Node,
+    raw: Record<string, unknown>,
+    path: string,
+    sink: Sink | undefined,
+  ): boolean {
     const additional = node.additional;
     if (additional === undefined) {
       // Only the declared properties to look at: no walk over the client's keys.
-      for (const [key, next] of node.properties)
-        if (Object.hasOwn(raw, key) && this.fails(sink, next, value.child(key), path, key))
+      const keys = node.propertyKeys;
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        if (
+          Object.hasOwn(raw, key) &&
+          this.fails(sink, node.propertyNodes[i] as Node, raw[key], path, key)
+        )
           return false;
-    } else {
-      for (const key of value.ownKeys()) {
-        const declared = node.properties.get(key);
-        const next = declared ?? additional;
-        if (declared === undefined && next.bool === false) {
-          const at = `${path}/${pointerToken(key)}`;
-          if (this.bad(sink, at, "the property is not allowed")) return false;
-        } else if (this.fails(sink, next, value.child(key), path, key)) return false;
       }
+      return true;
     }
-    if (node.propertyNames !== undefined) {
-      for (const key of value.ownKeys())
-        if (this.fails(sink, node.propertyNames, value.name(key), path, key)) return false;
+    for (const key of this.ownKeys(raw)) {
+      const declared = node.properties.get(key);
+      const next = declared ?? additional;
+      if (declared === undefined && next.bool === false) {
+        if (
+          sink === undefined ||
+          stop(sink, `${path}/${pointerToken(key)}`, "the property is not allowed")
+        )
+          return false;
+      } else if (this.fails(sink, next, raw[key], path, key)) return false;
     }
-    for (const [key, next] of node.dependentSchemas)
-      if (Object.hasOwn(raw, key) && this.fails(sink, next, value, path)) return false;
     return true;
+  }
+
+  /** An object's own keys, listed once per validation. */
+  private ownKeys(raw: object): string[] {
+    this.keys ??= new Map();
+    let keys = this.keys.get(raw);
+    if (keys === undefined) {
+      keys = Object.keys(raw);
+      this.keys.set(raw, keys);
+    }
+    return keys;
   }
 
   /**
    * A number naming the value's canonical JSON (keys sorted), built from its
    * children's numbers so that each part of the arguments is serialised once.
    */
-  private canonical(value: Value): number {
-    if (value.canonical !== undefined) return value.canonical;
-    const raw = value.raw;
+  private canonical(raw: unknown): number {
     let text: string;
-    if (Array.isArray(raw)) {
-      const parts: number[] = [];
-      for (let i = 0; i < raw.length; i++) parts.push(this.canonical(value.child(i)));
-      text = `[${parts.join(",")}]`;
-    } else if (isObject(raw)) {
-      const keys = [...value.ownKeys()].sort();
-      text = `{${keys.map((key) => `${JSON.stringify(key)}:${this.canonical(value.child(key))}`).join(",")}}`;
+    if (typeof raw === "object" && raw !== null) {
+      this.canonicals ??= new Map();
+      const known = this.canonicals.get(raw);
+      if (known !== undefined) return known;
+      if (Array.isArray(raw)) {
+        const parts: number[] = [];
+        for (let i = 0; i < raw.length; i++) parts.push(this.canonical(raw[i]));
+        text = `[${parts.join(",")}]`;
+      } else {
+        const record = raw as Record<string, unknown>;
+        const keys = [...this.ownKeys(record)].sort();
+        text = `{${keys.map((key) => `${JSON.stringify(key)}:${this.canonical(record[key])}`).join(",")}}`;
+      }
     } else text = typeof raw === "string" ? JSON.stringify(raw) : String(raw);
     let id = this.canonicalIds.get(text);
     if (id === undefined) {
       id = this.canonicalIds.size;
       this.canonicalIds.set(text, id);
     }
-    value.canonical = id;
+    if (typeof raw === "object" && raw !== null) this.canonicals?.set(raw, id);
     return id;
   }
 }
 
-function hasSomeType(raw: unknown, types: readonly string[]): boolean {
-  for (const type of types) if (hasType(raw, type)) return true;
-  return false;
+/** A failure reported to `sink`: true when the caller should stop (the sink is full). */
+function stop(sink: Sink, path: string, message: string): boolean {
+  sink.add(path, message);
+  return sink.full;
+}
+
+const K_NULL = 1;
+const K_BOOLEAN = 2;
+const K_OBJECT = 4;
+const K_ARRAY = 8;
+const K_NUMBER = 16;
+const K_INTEGER = 32;
+const K_STRING = 64;
+/** The kinds each `type` admits: an integer is also a number. */
+const TYPE_BITS: Readonly<Record<string, number>> = {
+  null: K_NULL,
+  boolean: K_BOOLEAN,
+  object: K_OBJECT,
+  array: K_ARRAY,
+  number: K_NUMBER,
+  integer: K_INTEGER,
+  string: K_STRING,
+};
+
+/** The JSON kind of a value as one bit (two for an integer: number and integer). */
+function kindOf(raw: unknown): number {
+  switch (typeof raw) {
+    case "string":
+      return K_STRING;
+    case "number":
+      return Number.isInteger(raw) ? K_NUMBER | K_INTEGER : K_NUMBER;
+    case "boolean":
+      return K_BOOLEAN;
+    case "object":
+      return raw === null ? K_NULL : Array.isArray(raw) ? K_ARRAY : K_OBJECT;
+    default:
+      return 0;
+  }
 }
 
 function isListed(raw: unknown, values: readonly unknown[]): boolean {
   for (const listed of values) if (equal(raw, listed)) return true;
   return false;
-}
-
-function hasType(raw: unknown, type: string): boolean {
-  switch (type) {
-    case "null":
-      return raw === null;
-    case "integer":
-      return Number.isInteger(raw);
-    case "array":
-      return Array.isArray(raw);
-    case "object":
-      return isObject(raw);
-    default:
-      return typeof raw === type;
-  }
 }
 
 /** JSON Schema counts code points: a UTF-16 length over twice the bound cannot fit. */
