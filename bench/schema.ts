@@ -67,6 +67,11 @@ const CASES: readonly Case[] = [
     Array.from({ length: 16_000 }, () => "a"),
   ],
   [
+    "enum of 500 objects against a 5 000-key object",
+    { enum: Array.from({ length: 500 }, (_, i) => ({ i })) },
+    Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])),
+  ],
+  [
     "8 000 near-emails, every one wrong",
     { type: "array", items: { type: "string", format: "email" } },
     Array.from({ length: 8000 }, (_, i) => `u${i}@`),

@@ -201,6 +201,12 @@ describe("input schemas: keywords", () => {
       [{ type: "string", minLength: 3 }, "😀😀", "invalid"],
       [{ multipleOf: 0.01 }, 0.07, "valid"],
       [{ multipleOf: 0.01 }, 0.075, "invalid"],
+      // An integer step is exact: no rounding tolerance.
+      [{ multipleOf: 1 }, 1.0000000001, "invalid"],
+      [{ multipleOf: 1 }, 5e-10, "invalid"],
+      [{ multipleOf: 3 }, 9007199254740990, "valid"],
+      [{ multipleOf: 3 }, 6, "valid"],
+      [{ multipleOf: 3 }, 7, "invalid"],
       [{ not: { type: "null" } }, null, "invalid"],
       [{ type: "array", contains: { const: 1 }, maxContains: 1 }, [1, 1], "invalid"],
       [{ type: "array", prefixItems: [{ type: "string" }], items: false }, ["a", 1], "invalid"],

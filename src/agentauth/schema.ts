@@ -1055,7 +1055,8 @@ function kindOf(raw: unknown): number {
 }
 
 function isListed(raw: unknown, values: readonly unknown[]): boolean {
-  for (const listed of values) if (equal(raw, listed)) return true;
+  const counts = new Map<object, number>();
+  for (const listed of values) if (equal(raw, listed, counts)) return true;
   return false;
 }
 
@@ -1086,6 +1087,8 @@ function codePoints(value: string): number {
 }
 
 function isMultiple(value: number, of: number): boolean {
+  // An integer step is exact in binary: no tolerance (`multipleOf: 1` asks for an integer).
+  if (Number.isInteger(of)) return Number.isInteger(value) && value % of === 0;
   const quotient = value / of;
   if (Number.isInteger(quotient)) return true;
   if (!Number.isFinite(quotient)) return false;
@@ -1093,23 +1096,40 @@ function isMultiple(value: number, of: number): boolean {
   return Math.abs(quotient - Math.round(quotient)) < 1e-9;
 }
 
-/** Deep equality with a schema's constant; its cost is bounded by the constant's size. */
-function equal(value: unknown, constant: unknown): boolean {
+/**
+ * Deep equality with a schema's constant. Its cost is bounded by the constant's size, plus one
+ * count of each compared object's keys, kept in `counts` across the constants of one `enum`.
+ */
+function equal(value: unknown, constant: unknown, counts = new Map<object, number>()): boolean {
   if (value === constant) return true;
   if (typeof value !== "object" || typeof constant !== "object") return false;
   if (value === null || constant === null) return false;
   if (Array.isArray(constant)) {
     if (!Array.isArray(value) || value.length !== constant.length) return false;
-    return constant.every((item, i) => equal(value[i], item));
+    return constant.every((item, i) => equal(value[i], item, counts));
   }
   if (Array.isArray(value)) return false;
   const keys = Object.keys(constant);
-  if (Object.keys(value).length !== keys.length) return false;
+  if (keyCount(value, counts) !== keys.length) return false;
   return keys.every(
     (key) =>
       Object.hasOwn(value, key) &&
-      equal((value as Record<string, unknown>)[key], (constant as Record<string, unknown>)[key]),
+      equal(
+        (value as Record<string, unknown>)[key],
+        (constant as Record<string, unknown>)[key],
+        counts,
+      ),
   );
+}
+
+/** `value`'s own key count, counted once per comparison however many constants are tried. */
+function keyCount(value: object, counts: Map<object, number>): number {
+  let count = counts.get(value);
+  if (count === undefined) {
+    count = Object.keys(value).length;
+    counts.set(value, count);
+  }
+  return count;
 }
 
 function pointerToken(key: string): string {
