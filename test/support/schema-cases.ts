@@ -18,7 +18,19 @@ export function random(seed: number): () => number {
 }
 
 const KEYS = ["a", "b", "c", "d"];
-const STRINGS = ["", "a", "ab", "abc", "1", "true", "x@y.io", "http://e.com/", "2024-01-02", "é😀", "a b"];
+const STRINGS = [
+  "",
+  "a",
+  "ab",
+  "abc",
+  "1",
+  "true",
+  "x@y.io",
+  "http://e.com/",
+  "2024-01-02",
+  "é😀",
+  "a b",
+];
 const FORMATS = ["email", "uri", "url", "date", "hostname", "uuid", "ipv4"];
 const TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"];
 
