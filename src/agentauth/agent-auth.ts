@@ -183,6 +183,7 @@ function agentRuntime({ options, numbers, paths, keys, url, report }: Setup): Ag
     now,
     ...(restart === undefined ? {} : { predatesReplayStore: restart.predates }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
+    ...(numbers.dpop === undefined ? {} : { dpop: numbers.dpop }),
   });
 }
 

@@ -298,6 +298,13 @@ describe("client authentication", () => {
     await expect(clients.register({ clientId: "e", secrett: SECRET } as never)).rejects.toThrow(
       InvalidOptionsError,
     );
+    await expect(
+      clients.register({ clientId: "f", secret: SECRET, dpopBoundAccessTokens: "yes" } as never),
+    ).rejects.toThrow(/dpopBoundAccessTokens/);
+    expect(
+      (await clients.register({ clientId: "g", secret: SECRET, dpopBoundAccessTokens: true }))
+        .dpopBoundAccessTokens,
+    ).toBe(true);
     expect(generateClientSecret()).toHaveLength(43);
     const small = new MemoryClientStore({ maxEntries: 1 });
     await small.register({ clientId: "a", secret: SECRET });
