@@ -1,3 +1,4 @@
+import { dpopHeader } from "../core/dpop-header.ts";
 import {
   DpopNonceRequiredError,
   DpopProofInvalidError,
@@ -11,7 +12,6 @@ import {
   dpopAlgorithms,
   dpopNonces,
   dpopProofVerifier,
-  MAX_DPOP_PROOF_BYTES,
 } from "../jwt/index.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import type { AgentDenial } from "./session.ts";
@@ -157,15 +157,6 @@ function flag(name: string, value: unknown, fallback: boolean): boolean {
   return value;
 }
 
-/** The `DPoP` header: `null` when absent, `undefined` when repeated or longer than 4096 bytes. */
-export function dpopHeader(request: Request): string | null | undefined {
-  const value = request.headers.get("dpop");
-  if (value === null) return null;
-  // Repeated headers arrive joined by commas, which no compact JWS contains.
-  if (value.length > MAX_DPOP_PROOF_BYTES || value.includes(",")) return undefined;
-  return value;
-}
-
 /** Whether the request speaks DPoP: the `DPoP` scheme or a `DPoP` header. */
 export function usesDpop(request: Request): boolean {
   return (
@@ -230,14 +221,26 @@ export function dpopCheck(
         return proofRefused("the DPoP proof is invalid", who);
       throw error;
     }
-    const now = runtime.now();
-    const keepUntil = proofKeptUntil(verified.iat, settings);
-    const first = await runtime.store(() =>
-      runtime.replay.setIfAbsent(`dpop:${verified.jkt}:${verified.jti}`, keepUntil, now),
-    );
-    if (!first) return proofRefused("the DPoP proof was already used", who);
+    if (!(await spendProof(runtime, settings, verified)))
+      return proofRefused("the DPoP proof was already used", who);
     return undefined;
   };
+}
+
+/**
+ * Records a verified proof's id in the replay store, under its own prefix
+ * (never a capability token's `jti`); `false` when it was there already.
+ * Shared across instances with the store, so a proof is used once anywhere.
+ */
+export function spendProof(
+  runtime: AgentRuntime,
+  settings: DpopSettings,
+  proof: { readonly jkt: string; readonly jti: string; readonly iat: number },
+): Promise<boolean> {
+  const keepUntil = proofKeptUntil(proof.iat, settings);
+  return runtime.store(() =>
+    runtime.replay.setIfAbsent(`dpop:${proof.jkt}:${proof.jti}`, keepUntil, runtime.now()),
+  );
 }
 
 /**

@@ -21,7 +21,7 @@ export function newAccessTokenIssuer(
   runtime: AgentRuntime,
   grantTtlSeconds = 86_400,
 ): AccessTokenIssuer {
-  return async ({ client, subject, scope, approvedBy, userCodeHash }) => {
+  return async ({ client, subject, scope, approvedBy, userCodeHash, jkt }) => {
     const now = runtime.now();
     if (subject !== client.clientId)
       return { error: "invalid_grant", description: "the approval was for another principal" };
@@ -66,6 +66,7 @@ export function newAccessTokenIssuer(
       grantId: grant.grantId,
       capabilities: target.capabilities,
       audience: target.audience,
+      ...(jkt === undefined ? {} : { jkt }),
     });
     // Told once everything held: a failed attempt that is retried tells nothing twice.
     runtime.emit({
@@ -85,7 +86,12 @@ export function newAccessTokenIssuer(
       audience: target.audience,
       via: "device_code",
     });
-    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: target.capabilities };
+    return {
+      accessToken: minted.token,
+      expiresIn: minted.expiresIn,
+      scope: target.capabilities,
+      tokenType: jkt === undefined ? "Bearer" : "DPoP",
+    };
   };
 }
 
@@ -95,11 +101,12 @@ export function newAccessTokenIssuer(
  * `resource` asks for a capability's `location` as audience.
  */
 export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentialsHandler {
-  return async ({ client, scope, resource }) => {
+  return async ({ client, scope, resource, jkt }) => {
     const result = await runtime.store(() =>
       refreshCapabilityToken(undefined, client.clientId, runtime.grants, runtime, {
         ...(scope === undefined || scope.length === 0 ? {} : { capabilities: scope }),
         ...(resource === undefined ? {} : { audience: resource }),
+        ...(jkt === undefined ? {} : { jkt }),
       }),
     );
     if (!result.ok) {
@@ -128,6 +135,7 @@ export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentials
       accessToken: result.token.token,
       expiresIn: result.token.expiresIn,
       scope: result.capabilities,
+      tokenType: jkt === undefined ? "Bearer" : "DPoP",
     };
   };
 }

@@ -24,6 +24,13 @@ export interface RefreshRequest {
    * @default the execute URL when any capability asked for is served there, else the location of the first
    */
   readonly audience?: string;
+  /**
+   * The RFC 7638 thumbprint of the key the token is bound to (`cnf.jkt`),
+   * from a DPoP proof the channel verified.
+   *
+   * @default none — a bearer token
+   */
+  readonly jkt?: string;
 }
 
 export type RefreshResult =
@@ -81,6 +88,7 @@ export async function refreshCapabilityToken(
     grantId: grant.grantId,
     capabilities,
     audience,
+    ...(request.jkt === undefined ? {} : { jkt: request.jkt }),
   });
   return { ok: true, token, grant, capabilities, audience };
 }

@@ -24,6 +24,7 @@ export type {
   DeviceAuthorizationListener,
   DeviceGrant,
   IssuedToken,
+  TokenEndpointDpop,
 } from "./server-options.ts";
 
 export interface AuthorizationServer {
