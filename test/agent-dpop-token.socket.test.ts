@@ -288,3 +288,80 @@ describe("the token endpoint with dpop on", () => {
     ).toBe(200);
   });
 });
+
+describe("a grant bound to the approval poll's key (bindGrant)", () => {
+  async function boundGrant(options: AgentDpopOptions = {}) {
+    const at = await site(options);
+    const deviceCode = await approvedDeviceCode(at);
+    const first = await tokenRequest(
+      at,
+      { grant_type: DEVICE_GRANT, device_code: deviceCode },
+      await proofAt(key, at.token),
+    );
+    expect(first.status).toBe(200);
+    return at;
+  }
+
+  it("stores the key on the grant; a refresh must prove it", async () => {
+    const at = await boundGrant();
+    const jkt = await dpop.calculateThumbprint(key.publicKey);
+    const [grant] = await at.agents.grantsApprovedBy("alice");
+    expect(grant?.jkt).toBe(jkt);
+    const ok = await tokenRequest(
+      at,
+      { grant_type: "client_credentials" },
+      await proofAt(key, at.token),
+    );
+    expect(ok.status).toBe(200);
+    expect(claims(ok.body.access_token as string).cnf).toEqual({ jkt });
+  });
+
+  it("a leaked client secret with another key, or with none, mints nothing", async () => {
+    const at = await boundGrant();
+    const other = await tokenRequest(
+      at,
+      { grant_type: "client_credentials" },
+      await proofAt(thief, at.token),
+    );
+    expect(other.status).toBe(400);
+    expect(other.body).toMatchObject({
+      error: "invalid_grant",
+      error_description: "the grant is bound to another key",
+    });
+    const none = await tokenRequest(at, { grant_type: "client_credentials" });
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({
+      error: "invalid_dpop_proof",
+      error_description: "this grant needs a DPoP proof",
+    });
+    // Nor through the refresh a channel of the application calls.
+    const refreshed = await at.agents.refresh("agent-1");
+    expect(refreshed).toEqual({ ok: false, reason: "dpop_proof_required" });
+  });
+
+  it("openid-client refreshing with another key is refused", async () => {
+    const at = await boundGrant();
+    const config = await discover(at.base, "agent-1", SECRET);
+    await expect(
+      oidc.clientCredentialsGrant(
+        config,
+        { scope: "read" },
+        { DPoP: oidc.getDPoPHandle(config, thief) },
+      ),
+    ).rejects.toMatchObject({ error: "invalid_grant" });
+  });
+
+  it("bindGrant: false leaves the grant unbound: each token is bound to its own request's key", async () => {
+    const at = await boundGrant({ bindGrant: false });
+    const [grant] = await at.agents.grantsApprovedBy("alice");
+    expect(grant?.jkt).toBeUndefined();
+    const other = await tokenRequest(
+      at,
+      { grant_type: "client_credentials" },
+      await proofAt(thief, at.token),
+    );
+    expect(claims(other.body.access_token as string).cnf).toEqual({
+      jkt: await dpop.calculateThumbprint(thief.publicKey),
+    });
+  });
+});

@@ -42,6 +42,8 @@ export function newAccessTokenIssuer(
       approvedBy,
       createdAt: now,
       expiresAt: now + grantTtlSeconds * 1000,
+      // The approval poll's key binds the grant: later refreshes must prove it.
+      ...(jkt !== undefined && runtime.dpop?.bindGrant === true ? { jkt } : {}),
     };
     try {
       await runtime.store(() => runtime.grants.create(grant));
@@ -51,7 +53,12 @@ export function newAccessTokenIssuer(
         pending.grantId === undefined
           ? undefined
           : await runtime.store(() => runtime.grants.get(grant.grantId));
-      if (made === undefined || made.principalId !== subject || made.approvedBy !== approvedBy)
+      if (
+        made === undefined ||
+        made.principalId !== subject ||
+        made.approvedBy !== approvedBy ||
+        made.jkt !== grant.jkt
+      )
         throw error;
       grant = made;
     }
@@ -115,6 +122,10 @@ export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentials
           error: "invalid_grant",
           description: "no active grant; ask a human to approve one",
         };
+      if (result.reason === "bound_to_another_key")
+        return { error: "invalid_grant", description: "the grant is bound to another key" };
+      if (result.reason === "dpop_proof_required")
+        return { error: "invalid_dpop_proof", description: "this grant needs a DPoP proof" };
       if (result.reason === "capability_not_granted")
         return { error: "invalid_scope", description: "the scope is wider than what was granted" };
       return {
@@ -135,7 +146,7 @@ export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentials
       accessToken: result.token.token,
       expiresIn: result.token.expiresIn,
       scope: result.capabilities,
-      tokenType: jkt === undefined ? "Bearer" : "DPoP",
+      tokenType: result.jkt === undefined ? "Bearer" : "DPoP",
     };
   };
 }
