@@ -365,3 +365,23 @@ describe("a grant bound to the approval poll's key (bindGrant)", () => {
     });
   });
 });
+
+describe("metadata", () => {
+  it("publishes dpop_signing_alg_values_supported in RFC 8414 metadata and discovery only when on", async () => {
+    const on = await site({});
+    const off = await site(undefined);
+    const read = async (at: Site, path: string) =>
+      (await (await fetch(`${at.base}${path}`)).json()) as Record<string, unknown>;
+    for (const path of [
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/agent-configuration",
+    ]) {
+      expect((await read(on, path)).dpop_signing_alg_values_supported, path).toEqual([
+        "ES256",
+        "EdDSA",
+        "Ed25519",
+      ]);
+      expect(await read(off, path), path).not.toHaveProperty("dpop_signing_alg_values_supported");
+    }
+  });
+});

@@ -130,6 +130,29 @@ describe("approving an agent at /device", () => {
     expect(page.body).toContain(`<code title="${jkt}">${jkt.slice(0, 10)}…</code>`);
   });
 
+  it("lets the allowed browser origin send DPoP and read DPoP-Nonce and WWW-Authenticate", async () => {
+    const origin = "https://app.example.test";
+    const preflight = await fetch(`${base}/capability/execute`, {
+      method: "OPTIONS",
+      headers: {
+        origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, dpop, content-type",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("dpop");
+    const refused = await fetch(`${base}/capability/execute`, {
+      method: "POST",
+      headers: { origin, authorization: "DPoP x", dpop: "x", "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("access-control-expose-headers")).toBe(
+      "DPoP-Nonce, WWW-Authenticate",
+    );
+  });
+
   it("spends nothing when other sites send a signed-in person to /device with a code", async () => {
     const bob = new Person(base, "127.0.0.4");
     await bob.signIn("bob", "bob-password");

@@ -64,6 +64,7 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
     grantTypes: [...grants.keys()],
     publicClients: settings.publicClients,
     ...(settings.scopeNames === undefined ? {} : { scopes: settings.scopeNames }),
+    ...(settings.dpop === undefined ? {} : { dpopAlgorithms: settings.dpop.algorithms }),
   });
   const endpoints = {
     metadataEndpoint: metadataEndpoint(metadata),
