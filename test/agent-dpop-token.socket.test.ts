@@ -7,13 +7,30 @@
 import * as dpop from "dpop";
 import { decodeJwt } from "jose";
 import * as oidc from "openid-client";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AgentAuth, type AgentDpopOptions, agentAuth } from "../src/agentauth/index.ts";
+import {
+  type AgentAuth,
+  type AgentAuthStores,
+  type AgentDpopOptions,
+  agentAuth,
+  MemoryGrantStore,
+} from "../src/agentauth/index.ts";
 import { bindAuthentication, createAuthentication } from "../src/core/authentication.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
 import { MemoryClientStore } from "../src/oauth2/index.ts";
+import { migrate, PostgresReplayStore } from "../src/stores/postgres/index.ts";
+import { RedisReplayStore } from "../src/stores/redis/index.ts";
 import { discover } from "./oauth-helpers.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { redisForTests } from "./support/redis.ts";
+
+const redis = redisForTests();
+const schema = `portcullis_dpop_token_${crypto.randomUUID().replace(/-/g, "")}`;
+const pool = new pg.Pool({
+  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  options: `-c search_path=${schema}`,
+});
 
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
 const SECRET = "agent-one-secret-0123456789";
@@ -28,29 +45,41 @@ beforeAll(async () => {
   keys = await generateKeySet();
   key = await dpop.generateKeyPair("ES256");
   thief = await dpop.generateKeyPair("ES256");
+  await pool.query(`CREATE SCHEMA ${schema}`);
+  await migrate(pool);
 });
 
 afterAll(async () => {
   for (const server of servers) await server.close();
+  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+  await pool.end();
 });
 
 interface Site {
   readonly base: string;
+  /** The configured token URL. */
   readonly token: string;
+  /** This server's own token socket address (differs from `token` when configured with another issuer). */
+  readonly socket: string;
   readonly execute: string;
   readonly agents: AgentAuth;
 }
 
-async function site(options: AgentDpopOptions | undefined): Promise<Site> {
+async function site(
+  options: AgentDpopOptions | undefined,
+  shared: { stores?: AgentAuthStores; issuer?: string } = {},
+): Promise<Site> {
   let route: (request: Request) => Promise<Response> = async () => new Response(null);
   const served = await serveFetch((request) => route(request));
   servers.push(served);
+  const issuer = shared.issuer ?? served.url;
   const clients = new MemoryClientStore();
   await clients.register({ clientId: "agent-1", secret: SECRET });
   await clients.register({ clientId: "agent-bound", secret: SECRET, dpopBoundAccessTokens: true });
   const agents = await agentAuth({
-    issuer: served.url,
+    issuer,
     clients,
+    ...(shared.stores === undefined ? {} : { stores: shared.stores }),
     keys,
     pollIntervalSeconds: 1,
     ...(options === undefined ? {} : { dpop: options }),
@@ -59,8 +88,9 @@ async function site(options: AgentDpopOptions | undefined): Promise<Site> {
   route = async (request) => (await agents.route(request)) ?? new Response(null, { status: 404 });
   return {
     base: served.url,
-    token: `${served.url}/oauth/token`,
-    execute: `${served.url}/capability/execute`,
+    token: `${issuer}/oauth/token`,
+    execute: `${issuer}/capability/execute`,
+    socket: `${served.url}/oauth/token`,
     agents,
   };
 }
@@ -80,7 +110,7 @@ async function tokenRequest(
 ): Promise<Answer> {
   const headers = new Headers({ "content-type": "application/x-www-form-urlencoded" });
   if (proof !== undefined) headers.set("dpop", proof);
-  const response = await fetch(at.token, {
+  const response = await fetch(at.socket, {
     method: "POST",
     headers,
     body: new URLSearchParams({ ...form, client_id: clientId, client_secret: SECRET }),
@@ -383,5 +413,31 @@ describe("metadata", () => {
       ]);
       expect(await read(off, path), path).not.toHaveProperty("dpop_signing_alg_values_supported");
     }
+  });
+});
+
+describe.each([
+  ["Redis", () => new RedisReplayStore({ client: redis.client, prefix: `${redis.prefix}jti:` })],
+  ["PostgreSQL", () => new PostgresReplayStore({ pool })],
+])("two instances sharing the replay store (%s)", (_name, replay) => {
+  it("a token-endpoint proof spent on one is refused on the other", async () => {
+    const stores = { grants: new MemoryGrantStore(), replay: replay() };
+    const a = await site({ bindGrant: false }, { stores });
+    // Behind one load balancer: B is configured with A's URLs, whatever its socket.
+    const b = await site({ bindGrant: false }, { stores, issuer: a.base });
+    expect(b.token).toBe(a.token);
+    const code = await approvedDeviceCode(a);
+    await tokenRequest(a, { grant_type: DEVICE_GRANT, device_code: code });
+    const proof = await proofAt(key, a.token);
+    expect((await tokenRequest(a, { grant_type: "client_credentials" }, proof)).status).toBe(200);
+    const replayed = await tokenRequest(b, { grant_type: "client_credentials" }, proof);
+    expect(replayed.status).toBe(400);
+    expect(replayed.body.error).toBe("invalid_dpop_proof");
+    const fresh = await tokenRequest(
+      b,
+      { grant_type: "client_credentials" },
+      await proofAt(key, b.token),
+    );
+    expect(fresh.status).toBe(200);
   });
 });
