@@ -1,8 +1,7 @@
 /**
  * DPoP-bound capability tokens (RFC 9449) at the execute URL and at a
  * capability's own location, over a real socket. The runtime is the one
- * `agentAuth` builds, with `dpop` set on it from `dpopSettings` (the way
- * `agentAuth` will set it); tokens are minted on it with `jkt`. Proofs come
+ * `agentAuth({ dpop })` builds; tokens are minted on it with `jkt`. Proofs come
  * from the `dpop` package, and from jose where a proof must be crafted wrong.
  */
 import * as dpop from "dpop";
@@ -14,7 +13,6 @@ import {
   type AgentRuntime,
   agentAuth,
   agentSessionFrom,
-  dpopSettings,
   executeHandler,
   type Grant,
   type GrantStore,
@@ -71,7 +69,7 @@ interface Instance {
   readonly runtime: AgentRuntime;
 }
 
-/** One server: agentAuth's runtime with `dpop` set on it, its execute handler and one location. */
+/** One server: agentAuth with `dpop` given, its execute handler and one location. */
 async function instance(
   options: AgentDpopOptions | undefined,
   stores: { grants?: GrantStore; replay?: ReplayStore } = {},
@@ -87,16 +85,14 @@ async function instance(
     clients: new MemoryClientStore(),
     keys,
     stores,
+    ...(options === undefined ? {} : { dpop: options }),
     onStoreError: () => {},
     capabilities: [
       { name: "read", description: "Reads.", handler: () => ran.push("read") && "read" },
       { name: "export", description: "Exports.", location },
     ],
   });
-  const runtime: AgentRuntime =
-    options === undefined
-      ? agents.runtime
-      : Object.freeze({ ...agents.runtime, dpop: dpopSettings(options, agents.runtime.tokens) });
+  const runtime = agents.runtime;
   const execute = executeHandler(runtime);
   const exported = resolveSession(
     runtime,

@@ -185,6 +185,20 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
     expect(await store.revoke(unique("none"), undefined, NOW)).toBeUndefined();
   });
 
+  it("keeps the DPoP key a grant is bound to, through revocation", async () => {
+    const store = make();
+    const jkt = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I";
+    const bound = grant({ jkt });
+    const unbound = grant({ principalId: bound.principalId });
+    await store.create(bound);
+    await store.create(unbound);
+    expect((await store.get(bound.grantId))?.jkt).toBe(jkt);
+    expect(await store.get(unbound.grantId)).not.toHaveProperty("jkt");
+    const listed = await store.listByPrincipal(bound.principalId);
+    expect(listed.find((g) => g.grantId === bound.grantId)?.jkt).toBe(jkt);
+    expect((await store.revoke(bound.grantId, ["b"], NOW))?.jkt).toBe(jkt);
+  });
+
   it("answers ids no row can hold as unknown, and takes times with fractions", async () => {
     const store = make();
     expect(await store.get("a\u0000b")).toBeUndefined();
@@ -515,6 +529,53 @@ describe("the PostgreSQL migration", () => {
     } finally {
       await Promise.all(pools.map((each) => each.end()));
       await pool.query(`DROP SCHEMA IF EXISTS ${fresh} CASCADE`);
+    }
+  });
+
+  it("adds the grant key column to a database made before it, and runs again harmlessly", async () => {
+    const old = `portcullis_test_${crypto.randomUUID().replace(/-/g, "")}`;
+    const oldPool = new pg.Pool({
+      connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+      options: `-c search_path=${old}`,
+      max: 1,
+    });
+    try {
+      await pool.query(`CREATE SCHEMA ${old}`);
+      // The tables as the earlier migration made them, with a grant in them.
+      const earlier = readFileSync(MIGRATION_FILE, "utf8").replace(/^ALTER TABLE .*$/gm, "");
+      await oldPool.query(earlier);
+      const columns = async () =>
+        (
+          await oldPool.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'portcullis_grants'",
+            [old],
+          )
+        ).rows.map((row) => row.column_name as string);
+      expect(await columns()).not.toContain("jkt");
+      const before = grant();
+      await oldPool.query(
+        `INSERT INTO portcullis_grants (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at)
+         VALUES ($1, $2, 'active', $3, $4, $5, $6)`,
+        [
+          before.grantId,
+          before.principalId,
+          [...before.capabilities],
+          before.approvedBy,
+          NOW,
+          NOW + 60_000,
+        ],
+      );
+      await migrate(oldPool);
+      await migrate(oldPool);
+      expect(await columns()).toContain("jkt");
+      const store = new PostgresGrantStore({ pool: oldPool });
+      expect(await store.get(before.grantId)).not.toHaveProperty("jkt");
+      const bound = grant({ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" });
+      await store.create(bound);
+      expect((await store.get(bound.grantId))?.jkt).toBe(bound.jkt);
+    } finally {
+      await oldPool.end();
+      await pool.query(`DROP SCHEMA IF EXISTS ${old} CASCADE`);
     }
   });
 

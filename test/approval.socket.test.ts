@@ -3,6 +3,7 @@
  * they were not shown, guessers cannot stop other people's approvals, links
  * from elsewhere spend nobody's budget, and an approval shows at once.
  */
+import * as dpop from "dpop";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createExampleHandler, demoAccounts } from "../examples/hono/app.ts";
 import { type Served, serveFetch } from "./serve.ts";
@@ -100,6 +101,56 @@ describe("approving an agent at /device", () => {
     const active = await alice.send("/agents");
     expect(active.body).not.toContain("waiting for the agent");
     expect(active.body).toMatch(/demo-agent-2<\/td>[\s\S]*active/);
+  });
+
+  it("shows on /agents the short thumbprint of the key a grant is bound to", async () => {
+    const alice = new Person(base, "127.0.0.5");
+    await alice.signIn("alice", "demo-alice");
+    const { user_code, device_code } = await beginAgent(base, "demo-agent", "demo-agent-secret");
+    const review = await alice.review(user_code);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // the agent's poll interval
+    expect((await alice.decide(review.body, "approve")).status).toBe(200);
+    const key = await dpop.generateKeyPair("ES256");
+    const answer = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        dpop: await dpop.generateProof(key, `${base}/oauth/token`, "POST"),
+      },
+      body: new URLSearchParams({
+        grant_type: "urn:ietf:params:oauth:grant-type:device_code",
+        device_code,
+        client_id: "demo-agent",
+        client_secret: "demo-agent-secret",
+      }),
+    });
+    expect(((await answer.json()) as Record<string, unknown>).token_type).toBe("DPoP");
+    const jkt = await dpop.calculateThumbprint(key.publicKey);
+    const page = await alice.send("/agents");
+    expect(page.body).toContain(`<code title="${jkt}">${jkt.slice(0, 10)}…</code>`);
+  });
+
+  it("lets the allowed browser origin send DPoP and read DPoP-Nonce and WWW-Authenticate", async () => {
+    const origin = "https://app.example.test";
+    const preflight = await fetch(`${base}/capability/execute`, {
+      method: "OPTIONS",
+      headers: {
+        origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, dpop, content-type",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("dpop");
+    const refused = await fetch(`${base}/capability/execute`, {
+      method: "POST",
+      headers: { origin, authorization: "DPoP x", dpop: "x", "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("access-control-expose-headers")).toBe(
+      "DPoP-Nonce, WWW-Authenticate",
+    );
   });
 
   it("spends nothing when other sites send a signed-in person to /device with a code", async () => {

@@ -297,4 +297,43 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     });
     expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
   }, 40_000);
+
+  it("npm run agent -- echo --dpop: bound tokens, the key on /agents, the secret alone mints nothing", async () => {
+    agent = runClient("examples/agent/agent.ts", ["echo", '{"text":"bound"}', "--dpop"], {
+      PORTCULLIS_URL: base,
+    });
+    const userCode = await printedCode(agent);
+    const cookie = await signIn(base);
+    const entry = await (await fetch(`${base}/device`, { headers: { cookie } })).text();
+    const html = await (
+      await fetch(`${base}/device`, {
+        method: "POST",
+        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
+      })
+    ).text();
+    const approved = await fetch(`${base}/device/approve`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        _csrf: formToken(html),
+        user_code: userCode,
+        review: /name="review" value="([^"]+)"/.exec(html)?.[1] as string,
+        action: "approve",
+      }).toString(),
+    });
+    expect(approved.status).toBe(200);
+    expect(await agent.exited).toBe(0);
+    expect(agent.output).toContain("(dpop token)");
+    expect(agent.output.match(/echo → \{"text":"bound"\}/g)).toHaveLength(2);
+    const key = /DPoP key (\S+)…/.exec(agent.output)?.[1] as string;
+    const mine = await (await fetch(`${base}/agents`, { headers: { cookie } })).text();
+    expect(mine).toContain(`>${key}…</code>`);
+    const refresh = await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=demo-agent&client_secret=demo-agent-secret",
+    });
+    expect(((await refresh.json()) as { error: string }).error).toBe("invalid_dpop_proof");
+  }, 40_000);
 });

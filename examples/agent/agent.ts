@@ -8,6 +8,7 @@
  *   npm run agent -- echo '{"text":"hello"}'
  *   npm run agent -- export_report
  *   npm run agent -- echo '{"text":"hi"}' --every 5   # keeps going until the grant is revoked
+ *   npm run agent -- get_time --dpop            # tokens bound to a key that never leaves memory
  *
  * PORTCULLIS_URL (default http://127.0.0.1:$PORT, PORT 3000 as for `npm start`),
  * PORTCULLIS_AGENT_ID (demo-agent) and PORTCULLIS_AGENT_SECRET choose the
@@ -17,10 +18,13 @@ import * as oidc from "openid-client";
 
 const args = process.argv.slice(2);
 const every = args.includes("--every") ? Number(args[args.indexOf("--every") + 1]) : undefined;
+const useDpop = args.includes("--dpop");
 const positional = args.filter((arg, i) => !arg.startsWith("--") && args[i - 1] !== "--every");
 const [capability, json] = positional;
 if (capability === undefined) {
-  console.error("usage: npm run agent -- <capability> [json arguments] [--every <seconds>]");
+  console.error(
+    "usage: npm run agent -- <capability> [json arguments] [--every <seconds>] [--dpop]",
+  );
   process.exit(2);
 }
 let argumentsObject: unknown = {};
@@ -78,6 +82,30 @@ if (wanted === undefined) {
   process.exit(1);
 }
 
+// With --dpop: a P-256 key whose private half cannot be exported, even by this process. Every
+// token is bound to it, and so is the grant, so the agent's secret alone mints nothing.
+let dpop: { DPoP: oidc.DPoPHandle } | undefined;
+if (useDpop) {
+  const key = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
+  dpop = { DPoP: oidc.getDPoPHandle(oauth, key) };
+  say(
+    `DPoP key ${(await thumbprint(key.publicKey)).slice(0, 10)}… (shown on /agents once approved)`,
+  );
+}
+
+/** The RFC 7638 SHA-256 thumbprint of a P-256 public key. */
+async function thumbprint(publicKey: CryptoKey): Promise<string> {
+  const { crv, kty, x, y } = await crypto.subtle.exportKey("jwk", publicKey);
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(JSON.stringify({ crv, kty, x, y })),
+  );
+  return Buffer.from(digest).toString("base64url");
+}
+
 const authorization = await oidc.initiateDeviceAuthorization(oauth, { scope: capability });
 say(`a human must approve this: open ${authorization.verification_uri_complete}`);
 say(`(or open ${authorization.verification_uri} and enter the code ${authorization.user_code})`);
@@ -85,7 +113,7 @@ say("waiting for the approval...");
 
 let tokens: Awaited<ReturnType<typeof oidc.pollDeviceAuthorizationGrant>>;
 try {
-  tokens = await oidc.pollDeviceAuthorizationGrant(oauth, authorization);
+  tokens = await oidc.pollDeviceAuthorizationGrant(oauth, authorization, undefined, dpop);
 } catch (error) {
   const code = (error as { error?: string }).error;
   if (code === "access_denied") say("the human denied the request (access_denied)");
@@ -93,30 +121,47 @@ try {
   else say(`no approval: ${code ?? String(error)}`);
   process.exit(1);
 }
-say(`approved for: ${tokens.scope}`);
+say(`approved for: ${tokens.scope} (${tokens.token_type} token)`);
 
 /** Runs the capability with `token`; answers whether it succeeded. */
 async function run(token: string): Promise<boolean> {
   let response: Response;
-  if (wanted?.location !== undefined) {
-    response = await fetch(wanted.location, { headers: { authorization: `Bearer ${token}` } });
+  const url = wanted?.location ?? configuration.endpoints.execute;
+  const method = wanted?.location === undefined ? "POST" : "GET";
+  const body =
+    method === "POST" ? JSON.stringify({ capability, arguments: argumentsObject }) : undefined;
+  const headers = new Headers(method === "POST" ? { "content-type": "application/json" } : {});
+  if (dpop === undefined) {
+    headers.set("authorization", `Bearer ${token}`);
+    response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
   } else {
-    response = await fetch(configuration.endpoints.execute, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ capability, arguments: argumentsObject }),
-    });
+    // openid-client signs a proof for each request and retries once with a server nonce.
+    try {
+      response = await oidc.fetchProtectedResource(
+        oauth,
+        token,
+        new URL(url),
+        method,
+        body,
+        headers,
+        dpop,
+      );
+    } catch (error) {
+      const refused = (error as { response?: unknown }).response;
+      if (!(refused instanceof Response)) throw error;
+      response = refused;
+    }
   }
-  const body = (await response.json()) as { data?: unknown; error?: string; message?: string };
+  const answer = (await response.json()) as { data?: unknown; error?: string; message?: string };
   if (response.ok) {
-    say(`${capability} → ${JSON.stringify(body.data ?? body)}`);
+    say(`${capability} → ${JSON.stringify(answer.data ?? answer)}`);
     return true;
   }
-  if (body.error === "grant_revoked")
+  if (answer.error === "grant_revoked")
     say("the grant was revoked (grant_revoked): a human must approve again");
-  else if (body.error === "grant_expired")
+  else if (answer.error === "grant_expired")
     say("the grant has expired (grant_expired): a human must approve again");
-  else say(`${capability} refused: ${response.status} ${body.error}: ${body.message}`);
+  else say(`${capability} refused: ${response.status} ${answer.error}: ${answer.message}`);
   return false;
 }
 
@@ -125,7 +170,7 @@ async function freshToken(): Promise<string | undefined> {
   try {
     const parameters: Record<string, string> = { scope: capability as string };
     if (wanted?.location !== undefined) parameters.resource = wanted.location;
-    const fresh = await oidc.clientCredentialsGrant(oauth, parameters);
+    const fresh = await oidc.clientCredentialsGrant(oauth, parameters, dpop);
     return fresh.access_token;
   } catch (error) {
     const code = (error as { error?: string }).error;

@@ -61,6 +61,9 @@ export async function createAgents(
         location: `${issuer}/reports/export`,
       },
     ],
+    // An agent that sends DPoP proofs gets tokens bound to its key, and its grant
+    // remembers the key; one that does not still gets bearer tokens.
+    dpop: {},
     // Ids and outcomes only: events never carry tokens or secrets.
     onEvent: (event) => console.log("agent event", JSON.stringify(event)),
     ...options,

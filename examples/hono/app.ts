@@ -288,7 +288,13 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     (await agents.route(request)) ?? app.fetch(request, ...rest);
   return newHandler(router, {
     headers: securityHeaders(),
-    cors: cors({ origin: corsOrigin, credentials: true }),
+    cors: cors({
+      origin: corsOrigin,
+      credentials: true,
+      // A browser agent sends DPoP proofs, and must read the nonce and the challenge to retry.
+      allowedHeaders: ["Content-Type", "Authorization", "X-CSRF-Token", "DPoP"],
+      exposedHeaders: ["DPoP-Nonce", "WWW-Authenticate"],
+    }),
     // @hono/node-server hands the socket to the handler; the chain reads the peer address from it.
     clientAddress: nodeServerClientAddress,
     rateLimit: rateLimit({

@@ -187,6 +187,13 @@ export interface GrantRow {
   readonly capabilities: readonly string[];
   readonly createdAt: number;
   readonly expiresAt: number;
+  /** The DPoP key thumbprint the grant is bound to. */
+  readonly jkt?: string;
+}
+
+/** A key thumbprint short enough to compare by eye with what the agent prints. */
+function shortKey(jkt: string): string {
+  return `${jkt.slice(0, 10)}…`;
 }
 
 /** An approval its agent has not collected yet: no grant exists until the agent polls. */
@@ -209,6 +216,7 @@ export function agentsPage(
   <td>${escapeHtml(w.capabilities.join(", ") || "none")}</td>
   <td>${time(w.approvedAt)}</td>
   <td></td>
+  <td></td>
   <td>approved, waiting for the agent</td>
   <td></td>
 </tr>`,
@@ -221,6 +229,7 @@ export function agentsPage(
   <td>${escapeHtml(g.capabilities.join(", ") || "none")}</td>
   <td>${new Date(g.createdAt).toISOString().slice(0, 16).replace("T", " ")}</td>
   <td>${new Date(g.expiresAt).toISOString().slice(0, 16).replace("T", " ")}</td>
+  <td>${g.jkt === undefined ? "none" : `<code title="${escapeHtml(g.jkt)}">${escapeHtml(shortKey(g.jkt))}</code>`}</td>
   <td>${escapeHtml(g.status)}</td>
   <td>${
     g.status === "active"
@@ -236,7 +245,7 @@ export function agentsPage(
 ${
   grants.length + waiting.length === 0
     ? "<p>You have not approved any agent.</p>"
-    : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
+    : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
 <tbody>${[waitingRows, rows].filter((r) => r !== "").join("\n")}</tbody></table>`
 }`,
     viewer,

@@ -12,10 +12,12 @@ import type { KeySet } from "../jwt/index.ts";
 import type { ClientStore, DeviceCodeStore } from "../oauth2/index.ts";
 import type { AgentApproveOptions } from "./approve.ts";
 import type { CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
+import { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
 import type { AgentEventListener } from "./events.ts";
 import type { GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
 import type { ReplayStore } from "./replay.ts";
+import { CAPABILITY_CLOCK_TOLERANCE_SECONDS } from "./token.ts";
 
 export interface AgentAuthPaths {
   /** @default "/.well-known/agent-configuration" */
@@ -161,6 +163,16 @@ export interface AgentAuthOptions {
    */
   readonly storeTimeoutMs?: number;
   /**
+   * DPoP (RFC 9449): capability tokens bound to a key the agent holds, so a
+   * stolen token, or a leaked client secret once the grant is bound, is not
+   * enough to act. A token request with a proof gets a bound token; clients
+   * registered with `dpopBoundAccessTokens` (or every client, with
+   * `required`) must send one.
+   *
+   * @default none — capability tokens are bearer tokens, and DPoP proofs are not accepted
+   */
+  readonly dpop?: AgentDpopOptions;
+  /**
    * Told what happened: grants, tokens, executions, denials (ids only, never
    * a token). A listener that throws changes nothing.
    *
@@ -213,6 +225,7 @@ const OPTION_NAMES = [
   "approvalResponse",
   "maxBodyBytes",
   "storeTimeoutMs",
+  "dpop",
   "onEvent",
   "onStoreError",
   "onError",
@@ -236,6 +249,8 @@ export interface AgentAuthNumbers {
   readonly pollIntervalSeconds: number;
   readonly maxBodyBytes: number;
   readonly storeTimeoutMs: number;
+  /** `dpop` checked, with the proof verifier and nonces it makes; absent when DPoP is off. */
+  readonly dpop?: DpopSettings;
 }
 
 const WHERE = "agentAuth";
@@ -262,7 +277,15 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
   functionOptions(WHERE, options, callbacks);
   agentAuthPaths(options.paths);
   checkStores(options.stores);
+  const dpop =
+    options.dpop === undefined
+      ? undefined
+      : dpopSettings(options.dpop, {
+          clockToleranceSeconds: CAPABILITY_CLOCK_TOLERANCE_SECONDS,
+          now: options.now ?? Date.now,
+        });
   return {
+    ...(dpop === undefined ? {} : { dpop }),
     tokenTtlSeconds: integerOption(WHERE, "tokenTtlSeconds", options.tokenTtlSeconds, 120, 1, 3600),
     grantTtlSeconds: grantTtl(options.grantTtlSeconds),
     deviceCodeLifetimeSeconds: integerOption(

@@ -12,6 +12,7 @@ import {
   type DeviceAuthorizationListener,
   DeviceAuthorizationService,
   MemoryDeviceCodeStore,
+  type TokenEndpointDpop,
   userCodeHash,
 } from "../oauth2/index.ts";
 import {
@@ -26,6 +27,7 @@ import { type AgentApprovalLookup, agentApproveHandler } from "./approve.ts";
 import { CapabilityRegistry } from "./capabilities.ts";
 import { capabilitiesHandler } from "./capability-list.ts";
 import { discoveryHandler } from "./discovery.ts";
+import { type DpopSettings, spendProof } from "./dpop.ts";
 import { executeHandler } from "./execute.ts";
 import { grantOperations } from "./grant-operations.ts";
 import { type Grant, MemoryGrantStore } from "./grants.ts";
@@ -183,6 +185,7 @@ function agentRuntime({ options, numbers, paths, keys, url, report }: Setup): Ag
     now,
     ...(restart === undefined ? {} : { predatesReplayStore: restart.predates }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
+    ...(numbers.dpop === undefined ? {} : { dpop: numbers.dpop }),
   });
 }
 
@@ -221,8 +224,20 @@ function agentOAuth(
     paths: { deviceAuthorization: paths.deviceAuthorization, token: paths.token, jwks: paths.jwks },
     storeTimeoutMs: numbers.storeTimeoutMs,
     onDeviceAuthorization: recordPendingRequest(runtime),
+    ...(runtime.dpop === undefined ? {} : { dpop: tokenEndpointDpop(runtime, runtime.dpop) }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
+}
+
+/** The token endpoint checks proofs with the same verifier, nonces and replay store as execute. */
+function tokenEndpointDpop(runtime: AgentRuntime, dpop: DpopSettings): TokenEndpointDpop {
+  return {
+    verifyProof: dpop.verifyProof,
+    consumeProof: (proof) => spendProof(runtime, dpop, proof),
+    ...(dpop.nonces === undefined ? {} : { nonces: dpop.nonces }),
+    required: dpop.required,
+    algorithms: dpop.algorithms,
+  };
 }
 
 /**

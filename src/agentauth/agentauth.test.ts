@@ -690,12 +690,30 @@ describe("agentAuth options", () => {
       { grantTtlSeconds: 0 },
       { tokenTtlSeconds: 0 },
       { onEvent: "log" },
+      { dpop: { bindGrants: false } },
+      { dpop: { nonce: { secret: "short" } } },
+      { dpop: { algorithms: ["HS256"] } },
     ]) {
       await expect(
         agentAuth({ ...base, ...bad } as never),
         JSON.stringify(Object.keys(bad)),
       ).rejects.toThrow(InvalidOptionsError);
     }
+  });
+
+  it("names the misspelt dpop key, and leaves DPoP off unless asked", async () => {
+    const base = {
+      issuer: "https://agents.example",
+      capabilities: definitions(),
+      clients: new MemoryClientStore(),
+      keys,
+    };
+    await expect(agentAuth({ ...base, dpop: { requird: true } } as never)).rejects.toThrow(
+      /requird/,
+    );
+    expect((await agentAuth(base)).runtime.dpop).toBeUndefined();
+    const on = await agentAuth({ ...base, dpop: {} });
+    expect(on.runtime.dpop).toMatchObject({ required: false, bindGrant: true });
   });
 });
 

@@ -75,6 +75,10 @@ export function discoveryHandler(options: DiscoveryOptions): Handler {
     token_endpoint: oauth.token_endpoint,
     verification_uri: options.verificationUri,
     ...(oauth.jwks_uri === undefined ? {} : { jwks_uri: oauth.jwks_uri }),
+    // The token endpoint's list: one DPoP configuration serves both.
+    ...(oauth.dpop_signing_alg_values_supported === undefined
+      ? {}
+      : { dpop_signing_alg_values_supported: oauth.dpop_signing_alg_values_supported }),
   });
   return async (request) => {
     const refused = refuseOtherMethods(request, READ_METHODS);

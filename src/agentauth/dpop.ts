@@ -1,3 +1,4 @@
+import { dpopHeader } from "../core/dpop-header.ts";
 import {
   DpopNonceRequiredError,
   DpopProofInvalidError,
@@ -11,7 +12,6 @@ import {
   dpopAlgorithms,
   dpopNonces,
   dpopProofVerifier,
-  MAX_DPOP_PROOF_BYTES,
 } from "../jwt/index.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import type { AgentDenial, OpenSessionSteps } from "./session.ts";
@@ -157,15 +157,6 @@ function flag(name: string, value: unknown, fallback: boolean): boolean {
   return value;
 }
 
-/** The `DPoP` header: `null` when absent, `undefined` when repeated or longer than 4096 bytes. */
-export function dpopHeader(request: Request): string | null | undefined {
-  const value = request.headers.get("dpop");
-  if (value === null) return null;
-  // Repeated headers arrive joined by commas, which no compact JWS contains.
-  if (value.length > MAX_DPOP_PROOF_BYTES || value.includes(",")) return undefined;
-  return value;
-}
-
 /** Whether the request speaks DPoP: the `DPoP` scheme or a `DPoP` header. */
 export function usesDpop(request: Request): boolean {
   return (
@@ -236,21 +227,29 @@ export function dpopCheck(
   // (`ath`), so it is worthless after that token, and a spent token adds nothing to the store.
   const afterConsume = async (claims: CapabilityClaims): Promise<AgentDenial | undefined> => {
     if (verified === undefined) return undefined;
-    const { jkt, jti, iat } = verified;
-    const first = await runtime.store(() =>
-      runtime.replay.setIfAbsent(
-        `dpop:${jkt}:${jti}`,
-        proofKeptUntil(iat, settings),
-        runtime.now(),
-      ),
-    );
-    if (first) return undefined;
+    if (await spendProof(runtime, settings, verified)) return undefined;
     return proofRefused("the DPoP proof was already used", {
       principalId: claims.sub,
       grantId: claims.grant_id,
     });
   };
   return { beforeConsume, afterConsume };
+}
+
+/**
+ * Records a verified proof's id in the replay store, under its own prefix
+ * (never a capability token's `jti`); `false` when it was there already.
+ * Shared across instances with the store, so a proof is used once anywhere.
+ */
+export function spendProof(
+  runtime: AgentRuntime,
+  settings: DpopSettings,
+  proof: { readonly jkt: string; readonly jti: string; readonly iat: number },
+): Promise<boolean> {
+  const keepUntil = proofKeptUntil(proof.iat, settings);
+  return runtime.store(() =>
+    runtime.replay.setIfAbsent(`dpop:${proof.jkt}:${proof.jti}`, keepUntil, runtime.now()),
+  );
 }
 
 /**

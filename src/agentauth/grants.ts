@@ -17,6 +17,11 @@ export interface Grant {
   readonly expiresAt: number;
   /** When it was revoked as a whole, if it was. */
   readonly revokedAt?: number;
+  /**
+   * The RFC 7638 thumbprint of the DPoP key the approval poll proved: every
+   * token of this grant is bound to it, and refreshes must prove it.
+   */
+  readonly jkt?: string;
 }
 
 /** A grant as JSON: the field names of the wire (snake_case, times in seconds). */

@@ -21,7 +21,7 @@ export function newAccessTokenIssuer(
   runtime: AgentRuntime,
   grantTtlSeconds = 86_400,
 ): AccessTokenIssuer {
-  return async ({ client, subject, scope, approvedBy, userCodeHash }) => {
+  return async ({ client, subject, scope, approvedBy, userCodeHash, jkt }) => {
     const now = runtime.now();
     if (subject !== client.clientId)
       return { error: "invalid_grant", description: "the approval was for another principal" };
@@ -42,6 +42,8 @@ export function newAccessTokenIssuer(
       approvedBy,
       createdAt: now,
       expiresAt: now + grantTtlSeconds * 1000,
+      // The approval poll's key binds the grant: later refreshes must prove it.
+      ...(jkt !== undefined && runtime.dpop?.bindGrant === true ? { jkt } : {}),
     };
     try {
       await runtime.store(() => runtime.grants.create(grant));
@@ -51,7 +53,12 @@ export function newAccessTokenIssuer(
         pending.grantId === undefined
           ? undefined
           : await runtime.store(() => runtime.grants.get(grant.grantId));
-      if (made === undefined || made.principalId !== subject || made.approvedBy !== approvedBy)
+      if (
+        made === undefined ||
+        made.principalId !== subject ||
+        made.approvedBy !== approvedBy ||
+        made.jkt !== grant.jkt
+      )
         throw error;
       grant = made;
     }
@@ -66,6 +73,7 @@ export function newAccessTokenIssuer(
       grantId: grant.grantId,
       capabilities: target.capabilities,
       audience: target.audience,
+      ...(jkt === undefined ? {} : { jkt }),
     });
     // Told once everything held: a failed attempt that is retried tells nothing twice.
     runtime.emit({
@@ -85,7 +93,12 @@ export function newAccessTokenIssuer(
       audience: target.audience,
       via: "device_code",
     });
-    return { accessToken: minted.token, expiresIn: minted.expiresIn, scope: target.capabilities };
+    return {
+      accessToken: minted.token,
+      expiresIn: minted.expiresIn,
+      scope: target.capabilities,
+      tokenType: jkt === undefined ? "Bearer" : "DPoP",
+    };
   };
 }
 
@@ -95,11 +108,12 @@ export function newAccessTokenIssuer(
  * `resource` asks for a capability's `location` as audience.
  */
 export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentialsHandler {
-  return async ({ client, scope, resource }) => {
+  return async ({ client, scope, resource, jkt }) => {
     const result = await runtime.store(() =>
       refreshCapabilityToken(undefined, client.clientId, runtime.grants, runtime, {
         ...(scope === undefined || scope.length === 0 ? {} : { capabilities: scope }),
         ...(resource === undefined ? {} : { audience: resource }),
+        ...(jkt === undefined ? {} : { jkt }),
       }),
     );
     if (!result.ok) {
@@ -108,6 +122,10 @@ export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentials
           error: "invalid_grant",
           description: "no active grant; ask a human to approve one",
         };
+      if (result.reason === "bound_to_another_key")
+        return { error: "invalid_grant", description: "the grant is bound to another key" };
+      if (result.reason === "dpop_proof_required")
+        return { error: "invalid_dpop_proof", description: "this grant needs a DPoP proof" };
       if (result.reason === "capability_not_granted")
         return { error: "invalid_scope", description: "the scope is wider than what was granted" };
       return {
@@ -128,6 +146,7 @@ export function capabilityRefreshGrant(runtime: AgentRuntime): ClientCredentials
       accessToken: result.token.token,
       expiresIn: result.token.expiresIn,
       scope: result.capabilities,
+      tokenType: result.jkt === undefined ? "Bearer" : "DPoP",
     };
   };
 }

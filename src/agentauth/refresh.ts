@@ -24,6 +24,13 @@ export interface RefreshRequest {
    * @default the execute URL when any capability asked for is served there, else the location of the first
    */
   readonly audience?: string;
+  /**
+   * The RFC 7638 thumbprint of the key the token is bound to (`cnf.jkt`),
+   * from a DPoP proof the channel verified.
+   *
+   * @default none — a bearer token
+   */
+  readonly jkt?: string;
 }
 
 export type RefreshResult =
@@ -33,11 +40,23 @@ export type RefreshResult =
       readonly grant: Grant;
       readonly capabilities: readonly string[];
       readonly audience: string;
+      /** The key the token is bound to, if it is. */
+      readonly jkt?: string;
     }
   | {
       readonly ok: false;
-      /** No active, unexpired grant covers what was asked; or the audience is no granted location. */
-      readonly reason: "no_active_grant" | "capability_not_granted" | "invalid_audience";
+      /**
+       * No active, unexpired grant covers what was asked; or the audience is no
+       * granted location; or the grant that covers it is bound to a DPoP key
+       * and no proof (`dpop_proof_required`) or one by another key
+       * (`bound_to_another_key`) came with the request.
+       */
+      readonly reason:
+        | "no_active_grant"
+        | "capability_not_granted"
+        | "invalid_audience"
+        | "dpop_proof_required"
+        | "bound_to_another_key";
     };
 
 /**
@@ -63,11 +82,21 @@ export async function refreshCapabilityToken(
     (grant) => grant.principalId === principalId && effectiveStatus(grant, now) === "active",
   );
   if (active.length === 0) return { ok: false, reason: "no_active_grant" };
-  const grant = active.find(
+  const covering = active.filter(
     (candidate) =>
       wanted === undefined || wanted.every((name) => candidate.capabilities.includes(name)),
   );
-  if (grant === undefined) return { ok: false, reason: "capability_not_granted" };
+  if (covering.length === 0) return { ok: false, reason: "capability_not_granted" };
+  // A grant bound to a key mints only for that key: a leaked client secret alone mints nothing.
+  const grant = covering.find(
+    (candidate) => candidate.jkt === undefined || candidate.jkt === request.jkt,
+  );
+  if (grant === undefined)
+    return {
+      ok: false,
+      reason: request.jkt === undefined ? "dpop_proof_required" : "bound_to_another_key",
+    };
+  const jkt = grant.jkt ?? request.jkt;
   const target = tokenTarget(
     registry,
     wanted ?? grant.capabilities,
@@ -81,8 +110,9 @@ export async function refreshCapabilityToken(
     grantId: grant.grantId,
     capabilities,
     audience,
+    ...(jkt === undefined ? {} : { jkt }),
   });
-  return { ok: true, token, grant, capabilities, audience };
+  return { ok: true, token, grant, capabilities, audience, ...(jkt === undefined ? {} : { jkt }) };
 }
 
 /**

@@ -95,6 +95,9 @@ export interface CapabilityTokens {
   verify(token: string, audience: string): Promise<CapabilityClaims>;
 }
 
+/** The clock skew capability tokens allow by default, in seconds. */
+export const CAPABILITY_CLOCK_TOLERANCE_SECONDS = 5;
+
 export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTokens {
   rejectUnknownKeys("capabilityTokens", options, [
     "keys",
@@ -112,7 +115,7 @@ export function capabilityTokens(options: CapabilityTokenOptions): CapabilityTok
   if (typeof options.executeUrl !== "string" || !URL.canParse(options.executeUrl))
     throw new InvalidOptionsError("capabilityTokens: executeUrl must be an absolute URL");
   const now = options.now ?? Date.now;
-  const clockToleranceSeconds = options.clockToleranceSeconds ?? 5;
+  const clockToleranceSeconds = options.clockToleranceSeconds ?? CAPABILITY_CLOCK_TOLERANCE_SECONDS;
   const common = { keys: options.keys, typ: CAPABILITY_TOKEN_TYPE, issuer: options.issuer, now };
   const sign = jwtSigner({ ...common, ttlSeconds });
   const verifyJwt = jwtVerifier({ ...common, clockToleranceSeconds });

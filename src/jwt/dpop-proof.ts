@@ -1,4 +1,5 @@
 import { calculateJwkThumbprint, EmbeddedJWK, type JWK, type JWTPayload, jwtVerify } from "jose";
+import { MAX_DPOP_PROOF_BYTES } from "../core/dpop-header.ts";
 import { base64url } from "../core/encoding.ts";
 import {
   type DpopFailureReason,
@@ -15,8 +16,7 @@ import { MAX_CLOCK_TOLERANCE_SECONDS } from "./verify.ts";
 /** The `typ` of a DPoP proof (RFC 9449 §4.2). */
 export const DPOP_PROOF_TYPE = "dpop+jwt";
 
-/** The largest `DPoP` header accepted, in bytes; longer ones are refused before parsing. */
-export const MAX_DPOP_PROOF_BYTES = 4096;
+export { MAX_DPOP_PROOF_BYTES };
 
 /** Asymmetric algorithms a proof may be signed with; `EdDSA` also admits its fully specified name `Ed25519`. */
 export type DpopAlgorithm =

@@ -24,6 +24,7 @@ export type {
   DeviceAuthorizationListener,
   DeviceGrant,
   IssuedToken,
+  TokenEndpointDpop,
 } from "./server-options.ts";
 
 export interface AuthorizationServer {
@@ -63,6 +64,7 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
     grantTypes: [...grants.keys()],
     publicClients: settings.publicClients,
     ...(settings.scopeNames === undefined ? {} : { scopes: settings.scopeNames }),
+    ...(settings.dpop === undefined ? {} : { dpopAlgorithms: settings.dpop.algorithms }),
   });
   const endpoints = {
     metadataEndpoint: metadataEndpoint(metadata),

@@ -27,6 +27,8 @@ export interface OAuthClient {
   /** `sha256:<base64url>` of the secret; absent for a public client. */
   readonly secretHash?: string;
   readonly grantTypes: readonly GrantType[];
+  /** Every token this client gets must be DPoP-bound (RFC 9449 §5.2): a token request without a proof is refused. */
+  readonly dpopBoundAccessTokens?: boolean;
 }
 
 /** Where the endpoints look clients up. */
@@ -56,6 +58,13 @@ export interface ClientRegistration {
    * @default the device-code grant and `client_credentials`; a public client, the device-code grant only
    */
   readonly grantTypes?: readonly GrantType[];
+  /**
+   * Tokens for this client only with a DPoP proof (RFC 9449 §5.2
+   * `dpop_bound_access_tokens`); needs an authorization server that checks proofs.
+   *
+   * @default false
+   */
+  readonly dpopBoundAccessTokens?: boolean;
 }
 
 const CLIENT_ID = /^[\x21-\x7e]{1,128}$/;
@@ -81,6 +90,7 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     "secretHash",
     "public",
     "grantTypes",
+    "dpopBoundAccessTokens",
   ]);
   const { clientId } = registration;
   if (typeof clientId !== "string" || !CLIENT_ID.test(clientId) || clientId.includes(":"))
@@ -124,6 +134,11 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     );
   if (registration.name !== undefined && typeof registration.name !== "string")
     throw new InvalidOptionsError(`client registration ${clientId}: name must be a string`);
+  const bound = registration.dpopBoundAccessTokens ?? false;
+  if (typeof bound !== "boolean")
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: dpopBoundAccessTokens must be a boolean`,
+    );
   const secretHash =
     registration.secretHash ??
     (registration.secret === undefined ? undefined : await hashClientSecret(registration.secret));
@@ -134,6 +149,7 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     grantTypes: Object.freeze([...grantTypes]),
     ...(registration.name === undefined ? {} : { name: registration.name }),
     ...(secretHash === undefined ? {} : { secretHash }),
+    ...(bound ? { dpopBoundAccessTokens: true } : {}),
   });
 }
 

@@ -27,6 +27,7 @@ export {
   type DeviceAuthorizationListener,
   type DeviceGrant,
   type IssuedToken,
+  type TokenEndpointDpop,
 } from "./authorization-server.ts";
 export {
   authenticateClient,

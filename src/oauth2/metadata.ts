@@ -12,6 +12,8 @@ export interface AuthorizationServerMetadata {
   readonly token_endpoint_auth_methods_supported: readonly string[];
   readonly response_types_supported: readonly string[];
   readonly scopes_supported?: readonly string[];
+  /** RFC 9449 §5.1: the algorithms DPoP proofs may be signed with, when the token endpoint checks them. */
+  readonly dpop_signing_alg_values_supported?: readonly string[];
 }
 
 /** What the metadata document is made from: every URL is built from the issuer, never from a request. */
@@ -26,6 +28,8 @@ export interface MetadataSource {
   readonly publicClients: boolean;
   /** Published as `scopes_supported` when the scope policy is a list. */
   readonly scopes?: readonly string[];
+  /** Published as `dpop_signing_alg_values_supported` when DPoP is on. */
+  readonly dpopAlgorithms?: readonly string[];
 }
 
 /** The RFC 8414 document, frozen. */
@@ -46,6 +50,9 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
     ],
     response_types_supported: [],
     ...(source.scopes === undefined ? {} : { scopes_supported: [...source.scopes] }),
+    ...(source.dpopAlgorithms === undefined
+      ? {}
+      : { dpop_signing_alg_values_supported: [...source.dpopAlgorithms] }),
   });
 }
 

@@ -298,6 +298,13 @@ describe("client authentication", () => {
     await expect(clients.register({ clientId: "e", secrett: SECRET } as never)).rejects.toThrow(
       InvalidOptionsError,
     );
+    await expect(
+      clients.register({ clientId: "f", secret: SECRET, dpopBoundAccessTokens: "yes" } as never),
+    ).rejects.toThrow(/dpopBoundAccessTokens/);
+    expect(
+      (await clients.register({ clientId: "g", secret: SECRET, dpopBoundAccessTokens: true }))
+        .dpopBoundAccessTokens,
+    ).toBe(true);
     expect(generateClientSecret()).toHaveLength(43);
     const small = new MemoryClientStore({ maxEntries: 1 });
     await small.register({ clientId: "a", secret: SECRET });
@@ -759,6 +766,7 @@ describe("endpoints", () => {
       issueAccessToken: async () => ({ accessToken: "t", expiresIn: 1 }),
     };
     const keys = await generateKeySet();
+    const fn = async () => true;
     expect(() => authorizationServer({ ...base, keys })).not.toThrow();
     for (const bad of [
       { issuer: "http://auth.example" },
@@ -773,12 +781,22 @@ describe("endpoints", () => {
       { paths: { tokn: "/t" } },
       { publicClient: true },
       { maxBodyBytes: 10 },
+      { dpop: { verifyProof: async () => ({}), algorithms: ["ES256"] } },
+      { dpop: { verifyProof: fn, consumeProof: fn, algorithms: ["HS256"] } },
+      { dpop: { verifyProof: fn, consumeProof: fn, algorithms: ["none"] } },
+      { dpop: { verifyProof: fn, consumeProof: fn, algorithms: ["ES256"], requird: true } },
     ]) {
       expect(() => authorizationServer({ ...base, ...bad } as never), JSON.stringify(bad)).toThrow(
         InvalidOptionsError,
       );
     }
     expect(() => authorizationServer({ ...base, issuer: "http://localhost:3000" })).not.toThrow();
+    expect(() =>
+      authorizationServer({
+        ...base,
+        dpop: { verifyProof: fn, consumeProof: fn, algorithms: ["ES256", "EdDSA", "Ed25519"] },
+      } as never),
+    ).not.toThrow();
     expect(
       () =>
         new DeviceAuthorizationService({ verificationUri: `${ISSUER}/d`, intervall: 5 } as never),

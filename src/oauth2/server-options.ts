@@ -7,7 +7,7 @@ import {
   timeoutOption,
 } from "../core/options.ts";
 import { issuerUrlOption } from "../core/url.ts";
-import type { KeySet } from "../jwt/index.ts";
+import type { DpopNonces, DpopProofVerifier, KeySet, VerifiedDpopProof } from "../jwt/index.ts";
 import type { ClientStore, OAuthClient } from "./clients.ts";
 import type { DeviceAuthorizationService } from "./device-authorization.ts";
 import { wellKnownPath } from "./metadata.ts";
@@ -21,6 +21,12 @@ export interface IssuedToken {
   readonly expiresIn: number;
   /** The scope granted, when it differs from what was asked for or to state it. */
   readonly scope?: readonly string[];
+  /**
+   * `"DPoP"` for a token bound to the proof's key (RFC 9449 §5).
+   *
+   * @default "Bearer"
+   */
+  readonly tokenType?: "Bearer" | "DPoP";
 }
 
 /** An approved device authorization, handed to the issuer once. */
@@ -33,6 +39,8 @@ export interface DeviceGrant {
   readonly approvedBy: string;
   /** The hash of the user code that was approved (see `userCodeHash`). */
   readonly userCodeHash: string;
+  /** The RFC 7638 thumbprint of the key the poll's DPoP proof was made with, if it carried one. */
+  readonly jkt?: string;
 }
 
 /** Mints the token for an approved device authorization, or refuses with an OAuth error. */
@@ -45,6 +53,8 @@ export interface ClientCredentialsRequest {
   readonly scope?: readonly string[];
   /** RFC 8707 `resource`: the one absolute URL the token is for, if named. */
   readonly resource?: string;
+  /** The RFC 7638 thumbprint of the key the request's DPoP proof was made with, if it carried one. */
+  readonly jkt?: string;
 }
 
 export type ClientCredentialsHandler = (
@@ -61,6 +71,34 @@ export type DeviceAuthorizationListener = (event: {
   readonly expiresAt: number;
   readonly request: Request;
 }) => Promise<void>;
+
+/**
+ * DPoP (RFC 9449) at the token endpoint: how proofs are checked and their
+ * ids kept, given by the application (`agentAuth` gives its own).
+ */
+export interface TokenEndpointDpop {
+  /** Checks a proof; rejects with `DpopProofInvalidError`, or `DpopNonceRequiredError` (see `dpopProofVerifier`). */
+  readonly verifyProof: DpopProofVerifier;
+  /**
+   * Records a verified proof's id; `false` when it was recorded before (a
+   * replay). A failing store throws `StoreUnavailableError` (answered 503).
+   */
+  readonly consumeProof: (proof: VerifiedDpopProof) => Promise<boolean>;
+  /**
+   * Server nonces: every answer to a request with a proof carries the current one.
+   *
+   * @default none
+   */
+  readonly nonces?: DpopNonces;
+  /**
+   * Every token request must carry a proof.
+   *
+   * @default false
+   */
+  readonly required?: boolean;
+  /** The proof algorithms accepted, published as `dpop_signing_alg_values_supported`. */
+  readonly algorithms: readonly string[];
+}
 
 export interface AuthorizationServerPaths {
   /** @default "/oauth/device_authorization" */
@@ -121,6 +159,13 @@ export interface AuthorizationServerOptions {
    */
   readonly onDeviceAuthorization?: DeviceAuthorizationListener;
   /**
+   * DPoP proofs at the token endpoint; a token request with a valid proof is
+   * handed the proof's key thumbprint (`jkt`) to bind its token to.
+   *
+   * @default none — a `DPoP` header is ignored, and clients registered with `dpopBoundAccessTokens` get no token
+   */
+  readonly dpop?: TokenEndpointDpop;
+  /**
    * Public keys published at the JWKS path.
    *
    * @default none — no JWKS endpoint and no `jwks_uri` in the metadata
@@ -171,11 +216,22 @@ export interface ServerSettings {
   readonly clientCredentials?: ClientCredentialsHandler;
   readonly onDeviceAuthorization?: DeviceAuthorizationListener;
   readonly keys?: KeySet;
+  readonly dpop?: DpopTokenSettings;
   readonly publicClients: boolean;
   readonly maxBodyBytes: number;
   readonly storeTimeoutMs: number;
   readonly onError?: (error: unknown, request: Request) => void;
   readonly paths: ServerPaths;
+}
+
+/** `TokenEndpointDpop` checked, with the token endpoint's URL every proof's `htu` must name. */
+export interface DpopTokenSettings {
+  readonly verifyProof: DpopProofVerifier;
+  readonly consumeProof: (proof: VerifiedDpopProof) => Promise<boolean>;
+  readonly nonces?: DpopNonces;
+  readonly required: boolean;
+  readonly algorithms: readonly string[];
+  readonly tokenUrl: string;
 }
 
 /** Where each endpoint is mounted (paths on the issuer's origin). */
@@ -195,6 +251,7 @@ const OPTION_NAMES = [
   "clientCredentials",
   "onDeviceAuthorization",
   "keys",
+  "dpop",
   "publicClients",
   "paths",
   "maxBodyBytes",
@@ -220,6 +277,11 @@ export function checkServerOptions(options: AuthorizationServerOptions): ServerS
   if (typeof publicClients !== "boolean")
     throw new InvalidOptionsError(`${WHERE}: publicClients must be a boolean`);
   rejectUnknownKeys(`${WHERE}: paths`, options.paths, ["deviceAuthorization", "token", "jwks"]);
+  const paths = serverPaths(WHERE, issuer, options.paths, options.keys !== undefined);
+  const dpop =
+    options.dpop === undefined
+      ? undefined
+      : dpopOption(options.dpop, new URL(paths.token, new URL(issuer).origin).href);
   return {
     issuer,
     service,
@@ -230,12 +292,50 @@ export function checkServerOptions(options: AuthorizationServerOptions): ServerS
     ...optional("clientCredentials", options.clientCredentials),
     ...optional("onDeviceAuthorization", options.onDeviceAuthorization),
     ...optional("keys", options.keys),
+    ...optional("dpop", dpop),
     ...optional("onError", options.onError),
     publicClients,
     maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 8192, 512),
     storeTimeoutMs: timeoutOption(WHERE, "storeTimeoutMs", options.storeTimeoutMs, 1000),
-    paths: serverPaths(WHERE, issuer, options.paths, options.keys !== undefined),
+    paths,
   };
+}
+
+// Never `none` nor a symmetric algorithm: a proof is worth only what its public key proves.
+const ASYMMETRIC = /^(?:ES(?:256|384|512)|EdDSA|Ed25519|RS(?:256|384|512)|PS(?:256|384|512))$/;
+
+function dpopOption(dpop: TokenEndpointDpop, tokenUrl: string): DpopTokenSettings {
+  const where = `${WHERE}: dpop`;
+  if (typeof dpop !== "object" || dpop === null)
+    throw new InvalidOptionsError(`${where} must be an object`);
+  rejectUnknownKeys(where, dpop, [
+    "verifyProof",
+    "consumeProof",
+    "nonces",
+    "required",
+    "algorithms",
+  ]);
+  functionOptions(where, dpop, ["verifyProof", "consumeProof"], ["verifyProof", "consumeProof"]);
+  if (dpop.nonces !== undefined && typeof dpop.nonces?.current !== "function")
+    throw new InvalidOptionsError(`${where}: nonces must come from dpopNonces`);
+  const required = dpop.required ?? false;
+  if (typeof required !== "boolean")
+    throw new InvalidOptionsError(`${where}: required must be a boolean`);
+  const { algorithms } = dpop;
+  if (
+    !Array.isArray(algorithms) ||
+    algorithms.length === 0 ||
+    !algorithms.every((alg) => typeof alg === "string" && ASYMMETRIC.test(alg))
+  )
+    throw new InvalidOptionsError(`${where}: algorithms must list asymmetric JWS algorithms`);
+  return Object.freeze({
+    verifyProof: dpop.verifyProof,
+    consumeProof: dpop.consumeProof,
+    ...(dpop.nonces === undefined ? {} : { nonces: dpop.nonces }),
+    required,
+    algorithms: Object.freeze([...algorithms]),
+    tokenUrl,
+  });
 }
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {

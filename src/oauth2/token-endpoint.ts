@@ -1,15 +1,23 @@
-import { StoreUnavailableError } from "../core/errors.ts";
+import { dpopHeader } from "../core/dpop-header.ts";
+import {
+  DpopNonceRequiredError,
+  DpopProofInvalidError,
+  StoreUnavailableError,
+} from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
 import { DEVICE_CODE_GRANT } from "./clients.ts";
 import type { PollResult } from "./device-authorization.ts";
 import { type ClientCall, clientEndpoint } from "./endpoint-support.ts";
 import { parseScope } from "./scope.ts";
-import type { IssuedToken, ServerSettings } from "./server-options.ts";
+import type { DpopTokenSettings, IssuedToken, ServerSettings } from "./server-options.ts";
 import { noStoreJson, type OAuthFailure, oauthError, type TokenResponseBody } from "./wire.ts";
 
-/** Serves one `grant_type` for an authenticated client allowed to use it. */
-export type TokenGrant = (call: ClientCall) => Promise<Response>;
+/**
+ * Serves one `grant_type` for an authenticated client allowed to use it;
+ * `jkt` is the thumbprint of the key of the request's valid DPoP proof.
+ */
+export type TokenGrant = (call: ClientCall, jkt: string | undefined) => Promise<Response>;
 
 /**
  * The grants the token endpoint serves, keyed by `grant_type` (RFC 6749
@@ -35,12 +43,65 @@ export function tokenEndpoint(
       return oauthError("unsupported_grant_type", "this grant type is not supported");
     if (!call.client.grantTypes.includes(grantType as never))
       return oauthError("unauthorized_client", "this client may not use this grant type");
-    return grant(call);
+    // Before any grant-specific work: a refused proof spends no device code.
+    const proof = await tokenProof(settings.dpop, call);
+    if (proof instanceof Response) return withNonce(settings.dpop, call.request, proof);
+    return withNonce(settings.dpop, call.request, await grant(call, proof));
   });
 }
 
+/**
+ * RFC 9449 §5 at the token endpoint: the request's proof checked against
+ * `POST` and the configured token URL, its id spent once; the thumbprint of
+ * its key, `undefined` when there is none and none is required, or the
+ * answer refusing it.
+ */
+async function tokenProof(
+  dpop: DpopTokenSettings | undefined,
+  { request, client }: ClientCall,
+): Promise<string | undefined | Response> {
+  const proof = dpopHeader(request);
+  if (dpop === undefined) {
+    // A client registered for bound tokens is never handed a bearer one: fail closed.
+    if (client.dpopBoundAccessTokens === true)
+      return oauthError("invalid_dpop_proof", "this server does not bind tokens to keys");
+    return undefined;
+  }
+  if (proof === undefined)
+    return oauthError("invalid_dpop_proof", "more than one DPoP header, or one too long");
+  if (proof === null) {
+    if (dpop.required || client.dpopBoundAccessTokens === true)
+      return oauthError("invalid_dpop_proof", "a DPoP proof is required");
+    return undefined;
+  }
+  let verified: Awaited<ReturnType<DpopTokenSettings["verifyProof"]>>;
+  try {
+    verified = await dpop.verifyProof(proof, { method: "POST", url: dpop.tokenUrl });
+  } catch (error) {
+    if (error instanceof DpopNonceRequiredError)
+      return oauthError("use_dpop_nonce", "use the server's DPoP nonce");
+    if (error instanceof DpopProofInvalidError)
+      return oauthError("invalid_dpop_proof", "the DPoP proof is invalid");
+    throw error;
+  }
+  if (!(await dpop.consumeProof(verified)))
+    return oauthError("invalid_dpop_proof", "the DPoP proof was already used");
+  return verified.jkt;
+}
+
+/** RFC 9449 §8: with nonces on, every answer to a request that carried a proof names the current one. */
+async function withNonce(
+  dpop: DpopTokenSettings | undefined,
+  request: Request,
+  response: Response,
+): Promise<Response> {
+  if (dpop?.nonces === undefined || !request.headers.has("dpop")) return response;
+  response.headers.set("dpop-nonce", await dpop.nonces.current());
+  return response;
+}
+
 function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings): TokenGrant {
-  return async ({ params, client, request }) => {
+  return async ({ params, client, request }, jkt) => {
     const deviceCode = params.get("device_code");
     if (deviceCode === undefined) return oauthError("invalid_request", "device_code is missing");
     const result = await service.poll(deviceCode, client.clientId);
@@ -53,6 +114,7 @@ function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings)
         scope: result.scope,
         approvedBy: result.approvedBy,
         userCodeHash: result.userCodeHash,
+        ...(jkt === undefined ? {} : { jkt }),
       });
     } catch (error) {
       // The poll spent the approval; put it back so the retry the 503 invites can succeed.
@@ -89,7 +151,7 @@ function pollRefusal(result: Exclude<PollResult, { outcome: "approved" }>): Resp
 
 function clientCredentialsGrant({ clientCredentials, allowed }: ServerSettings): TokenGrant {
   const handler = clientCredentials as NonNullable<typeof clientCredentials>;
-  return async ({ params, client }) => {
+  return async ({ params, client }, jkt) => {
     // Also for a client from a store of its own that lists the grant for a public client.
     if (client.public)
       return oauthError("invalid_client", "client_credentials needs client authentication");
@@ -104,6 +166,7 @@ function clientCredentialsGrant({ clientCredentials, allowed }: ServerSettings):
       client,
       ...(scopeParam === undefined ? {} : { scope }),
       ...(resource === undefined ? {} : { resource }),
+      ...(jkt === undefined ? {} : { jkt }),
     });
     return tokenResponse(issued, scope);
   };
@@ -116,13 +179,14 @@ function tokenResponse(issued: IssuedToken | OAuthFailure, asked: readonly strin
     typeof issued?.accessToken !== "string" ||
     issued.accessToken === "" ||
     !Number.isSafeInteger(issued.expiresIn) ||
-    issued.expiresIn < 1
+    issued.expiresIn < 1 ||
+    (issued.tokenType !== undefined && issued.tokenType !== "Bearer" && issued.tokenType !== "DPoP")
   )
     throw new TypeError("the token issuer answered neither a token nor an OAuth error");
   const scope = issued.scope ?? asked;
   const body: TokenResponseBody = {
     access_token: issued.accessToken,
-    token_type: "Bearer",
+    token_type: issued.tokenType ?? "Bearer",
     expires_in: issued.expiresIn,
     ...(scope.length === 0 ? {} : { scope: scope.join(" ") }),
   };

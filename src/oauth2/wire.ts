@@ -15,7 +15,10 @@ export type OAuthErrorCode =
   | "access_denied"
   | "expired_token"
   | "server_error"
-  | "temporarily_unavailable";
+  | "temporarily_unavailable"
+  // RFC 9449 §5, §8
+  | "invalid_dpop_proof"
+  | "use_dpop_nonce";
 
 /** What a grant callback answers instead of a token: the error and a client-safe description. */
 export interface OAuthFailure {
@@ -26,7 +29,7 @@ export interface OAuthFailure {
 /** RFC 6749 §5.1 successful token response. No refresh token is ever issued. */
 export interface TokenResponseBody {
   readonly access_token: string;
-  readonly token_type: "Bearer";
+  readonly token_type: "Bearer" | "DPoP";
   readonly expires_in: number;
   readonly scope?: string;
 }

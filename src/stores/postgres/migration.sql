@@ -15,6 +15,8 @@ CREATE TABLE IF NOT EXISTS portcullis_grants (
 CREATE INDEX IF NOT EXISTS portcullis_grants_principal ON portcullis_grants (principal_id, created_at DESC);
 CREATE INDEX IF NOT EXISTS portcullis_grants_approver ON portcullis_grants (approved_by, created_at DESC);
 CREATE INDEX IF NOT EXISTS portcullis_grants_expires ON portcullis_grants (expires_at);
+-- The DPoP key a grant is bound to; added later, so a database made before gains it here.
+ALTER TABLE portcullis_grants ADD COLUMN IF NOT EXISTS jkt text;
 
 CREATE TABLE IF NOT EXISTS portcullis_replay (
   jti        text PRIMARY KEY,

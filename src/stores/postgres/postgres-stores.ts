@@ -151,8 +151,8 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
     if (++this.#calls % PRUNE_EVERY === 0) await this.prune(grant.createdAt);
     await this.query(
       `INSERT INTO portcullis_grants
-         (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+         (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at, jkt)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         grant.grantId,
         grant.principalId,
@@ -162,6 +162,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
         Math.floor(grant.createdAt),
         Math.ceil(grant.expiresAt),
         grant.revokedAt === undefined ? null : Math.floor(grant.revokedAt),
+        grant.jkt ?? null,
       ],
     );
   }
@@ -246,5 +247,6 @@ function toGrant(row: Record<string, unknown>): Grant {
     ...(row.revoked_at === null || row.revoked_at === undefined
       ? {}
       : { revokedAt: Number(row.revoked_at) }),
+    ...(typeof row.jkt === "string" ? { jkt: row.jkt } : {}),
   };
 }
