@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { agentBenchmarks, storeBenchmarks } from "./agents.ts";
+import { agentBenchmarks, dpopBenchmarks, storeBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
 import { memoryStoreBenchmarks } from "./memory-stores.ts";
 import { schemaBenchmarks } from "./schema.ts";
@@ -13,6 +13,7 @@ if (only === undefined || only === "chain") await inProcess();
 if (only === undefined || only === "schema") schemaBenchmarks();
 if (only === undefined || only === "agents") {
   await agentBenchmarks();
+  await dpopBenchmarks();
   await storeBenchmarks();
   await memoryStoreBenchmarks();
   // In a child process: @hono/node-server's classes would replace this one's globals.
