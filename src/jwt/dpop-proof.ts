@@ -1,6 +1,6 @@
 import { calculateJwkThumbprint, EmbeddedJWK, type JWK, type JWTPayload, jwtVerify } from "jose";
+import { sha256Base64url } from "../core/digest.ts";
 import { MAX_DPOP_PROOF_BYTES } from "../core/dpop-header.ts";
-import { base64url } from "../core/encoding.ts";
 import {
   type DpopFailureReason,
   DpopNonceRequiredError,
@@ -157,6 +157,42 @@ export type DpopProofVerifier = (
  * thumbprint is the expected one.
  */
 export function dpopProofVerifier(options: DpopProofVerifierOptions = {}): DpopProofVerifier {
+  const settings = checkedOptions(options);
+  return async (proof, expected) => {
+    const expectedUrl = checkedExpectation(expected);
+    if (typeof proof !== "string") fail("malformed", "the proof is not a string");
+    // Every character of a compact JWS is one byte; a longer string is refused unread.
+    if (proof.length > MAX_DPOP_PROOF_BYTES)
+      fail("too_large", `the proof is longer than ${MAX_DPOP_PROOF_BYTES} bytes`);
+    const header = compactJwsHeader(proof, (message, cause) => fail("malformed", message, cause));
+    const { alg, jwk } = checkedHeader(header, settings.algorithms);
+    const at = settings.now();
+    const claims = await verifiedClaims(proof, settings, at);
+    const { jti, iat, nonce } = checkedClaims(claims, expected, expectedUrl, settings, at);
+    await checkTokenHash(claims.ath, expected.accessToken);
+    await checkNonce(nonce, settings);
+    const jkt = await thumbprint(jwk, expected.jkt);
+    return Object.freeze({
+      jkt,
+      jti,
+      iat,
+      alg,
+      jwk,
+      ...(typeof nonce === "string" ? { nonce } : {}),
+    });
+  };
+}
+
+interface VerifierSettings {
+  readonly algorithms: DpopAlgorithm[];
+  readonly maxAge: number;
+  readonly tolerance: number;
+  readonly nonces: DpopNonces | undefined;
+  readonly requireNonce: boolean;
+  readonly now: () => number;
+}
+
+function checkedOptions(options: DpopProofVerifierOptions): VerifierSettings {
   rejectUnknownKeys("dpopProofVerifier", options, [
     "algorithms",
     "maxAgeSeconds",
@@ -190,80 +226,86 @@ export function dpopProofVerifier(options: DpopProofVerifierOptions = {}): DpopP
   const now = options.now ?? Date.now;
   if (typeof now !== "function")
     throw new InvalidOptionsError("dpopProofVerifier: now must be a function");
+  return { algorithms, maxAge, tolerance, nonces, requireNonce, now };
+}
 
-  return async (proof, expected) => {
-    const expectedUrl = checkedExpectation(expected);
-    if (typeof proof !== "string") fail("malformed", "the proof is not a string");
-    // Every character of a compact JWS is one byte; a longer string is refused unread.
-    if (proof.length > MAX_DPOP_PROOF_BYTES)
-      fail("too_large", `the proof is longer than ${MAX_DPOP_PROOF_BYTES} bytes`);
-    const header = compactJwsHeader(proof, (message, cause) => fail("malformed", message, cause));
-    const { alg, jwk } = checkedHeader(header, algorithms);
-
-    const at = now();
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(proof, EmbeddedJWK, {
-        typ: DPOP_PROOF_TYPE,
-        algorithms,
-        currentDate: new Date(at),
-        clockTolerance: tolerance,
-      }));
-    } catch (error) {
-      throw translate(error);
-    }
-
-    const { jti, htm, htu, iat, ath, nonce } = payload as Record<string, unknown>;
-    if (typeof jti !== "string" || jti.length < 16 || jti.length > 256)
-      fail("claims", "jti is not a string of 16 to 256 characters");
-    if (typeof htm !== "string" || htm !== expected.method)
-      fail("htm", "htm is not the request's method");
-    if (typeof htu !== "string" || withoutQuery(htu) !== expectedUrl)
-      fail("htu", "htu is not this endpoint's URL");
-    if (typeof iat !== "number" || !Number.isFinite(iat)) fail("claims", "iat is not a number");
-    const nowSeconds = at / 1000;
-    if (iat > nowSeconds + tolerance) fail("iat", "iat is in the future");
-    if (iat < nowSeconds - maxAge - tolerance) {
-      // With nonces on, a proof without one is told the current nonce, so a client that cached none recovers.
-      if (nonce === undefined && nonces !== undefined)
-        throw new DpopNonceRequiredError("the proof is too old; use the server's nonce");
-      fail("iat", "the proof is too old");
-    }
-    if (expected.accessToken !== undefined) {
-      const hash = base64url(
-        new Uint8Array(
-          await crypto.subtle.digest("SHA-256", new TextEncoder().encode(expected.accessToken)),
-        ),
-      );
-      if (typeof ath !== "string" || !(await timingSafeEqual(ath, hash)))
-        fail("ath", "ath is not the hash of the presented token");
-    }
-    if (nonce !== undefined) {
-      if (nonces === undefined)
-        fail("claims", "the proof carries a nonce this server never issues");
-      if (typeof nonce !== "string" || !(await nonces.check(nonce)))
-        throw new DpopNonceRequiredError("the proof's nonce is not a current one");
-    } else if (requireNonce) {
-      throw new DpopNonceRequiredError("the proof carries no nonce");
-    }
-
-    let jkt: string;
-    try {
-      jkt = await calculateJwkThumbprint(jwk, "sha256");
-    } catch (error) {
-      throw translate(error);
-    }
-    if (expected.jkt !== undefined && !(await timingSafeEqual(jkt, expected.jkt)))
-      fail("jkt", "the proof's key is not the one the token is bound to");
-    return Object.freeze({
-      jkt,
-      jti,
-      iat,
-      alg,
-      jwk,
-      ...(typeof nonce === "string" ? { nonce } : {}),
+/** The signature, against the embedded key, and the claims it covers. */
+async function verifiedClaims(
+  proof: string,
+  settings: VerifierSettings,
+  at: number,
+): Promise<Record<string, unknown>> {
+  try {
+    const { payload } = await jwtVerify(proof, EmbeddedJWK, {
+      typ: DPOP_PROOF_TYPE,
+      algorithms: settings.algorithms,
+      currentDate: new Date(at),
+      clockTolerance: settings.tolerance,
     });
-  };
+    return payload as JWTPayload & Record<string, unknown>;
+  } catch (error) {
+    throw translate(error);
+  }
+}
+
+/** `jti`, `htm`, `htu` and the `iat` window. */
+function checkedClaims(
+  claims: Record<string, unknown>,
+  expected: DpopProofExpectation,
+  expectedUrl: string,
+  settings: VerifierSettings,
+  at: number,
+): { jti: string; iat: number; nonce: unknown } {
+  const { jti, htm, htu, iat, nonce } = claims;
+  if (typeof jti !== "string" || jti.length < 16 || jti.length > 256)
+    fail("claims", "jti is not a string of 16 to 256 characters");
+  if (typeof htm !== "string" || htm !== expected.method)
+    fail("htm", "htm is not the request's method");
+  if (typeof htu !== "string" || withoutQuery(htu) !== expectedUrl)
+    fail("htu", "htu is not this endpoint's URL");
+  if (typeof iat !== "number" || !Number.isFinite(iat)) fail("claims", "iat is not a number");
+  const nowSeconds = at / 1000;
+  if (iat > nowSeconds + settings.tolerance) fail("iat", "iat is in the future");
+  if (iat < nowSeconds - settings.maxAge - settings.tolerance) {
+    // With nonces on, a proof without one is told the current nonce, so a client that cached none recovers.
+    if (nonce === undefined && settings.nonces !== undefined)
+      throw new DpopNonceRequiredError("the proof is too old; use the server's nonce");
+    fail("iat", "the proof is too old");
+  }
+  return { jti, iat, nonce };
+}
+
+/** `ath` is the presented token's SHA-256 (RFC 9449 §4.2), when a token is presented. */
+async function checkTokenHash(ath: unknown, accessToken: string | undefined): Promise<void> {
+  if (accessToken === undefined) return;
+  const hash = await sha256Base64url(accessToken);
+  if (typeof ath !== "string" || !(await timingSafeEqual(ath, hash)))
+    fail("ath", "ath is not the hash of the presented token");
+}
+
+/** A carried nonce must be current; with `requireNonce`, one must be carried. */
+async function checkNonce(nonce: unknown, settings: VerifierSettings): Promise<void> {
+  if (nonce !== undefined) {
+    if (settings.nonces === undefined)
+      fail("claims", "the proof carries a nonce this server never issues");
+    if (typeof nonce !== "string" || !(await settings.nonces.check(nonce)))
+      throw new DpopNonceRequiredError("the proof's nonce is not a current one");
+  } else if (settings.requireNonce) {
+    throw new DpopNonceRequiredError("the proof carries no nonce");
+  }
+}
+
+/** The key's RFC 7638 thumbprint, which must be `expectedJkt` when one is given. */
+async function thumbprint(jwk: JWK, expectedJkt: string | undefined): Promise<string> {
+  let jkt: string;
+  try {
+    jkt = await calculateJwkThumbprint(jwk, "sha256");
+  } catch (error) {
+    throw translate(error);
+  }
+  if (expectedJkt !== undefined && !(await timingSafeEqual(jkt, expectedJkt)))
+    fail("jkt", "the proof's key is not the one the token is bound to");
+  return jkt;
 }
 
 /** The algorithm list of an options object: checked, and `EdDSA` widened to also admit `Ed25519`. */
