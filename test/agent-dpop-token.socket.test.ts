@@ -15,6 +15,7 @@ import {
   type AgentDpopOptions,
   agentAuth,
   MemoryGrantStore,
+  MemoryReplayStore,
 } from "../src/agentauth/index.ts";
 import { bindAuthentication, createAuthentication } from "../src/core/authentication.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
@@ -250,6 +251,38 @@ describe("the token endpoint with dpop on", () => {
     const replayed = await tokenRequest(at, { grant_type: "client_credentials" }, proof);
     expect(replayed.status).toBe(400);
     expect(replayed.body.error).toBe("invalid_dpop_proof");
+  });
+
+  it("records a proof only for a token handed out: requests that mint nothing cannot fill the replay store", async () => {
+    // A store this small would be full after eight recorded proofs.
+    const at = await site({}, { stores: { replay: new MemoryReplayStore({ maxEntries: 8 }) } });
+    for (let i = 0; i < 20; i++) {
+      const refused = await tokenRequest(
+        at,
+        { grant_type: DEVICE_GRANT, device_code: `no-such-code-${i}` },
+        await proofAt(key, at.token),
+      );
+      expect(refused.body.error).toBe("invalid_grant");
+    }
+    const deviceCode = await approvedDeviceCode(at);
+    const form = { grant_type: DEVICE_GRANT, device_code: deviceCode };
+    const served = await tokenRequest(at, form, await proofAt(key, at.token));
+    expect([served.status, served.body.token_type]).toEqual([200, "DPoP"]);
+  });
+
+  it("a replayed proof on an approved poll gives the approval back: the next poll with a fresh proof is served", async () => {
+    const at = await site({});
+    const proof = await proofAt(key, at.token);
+    const first = await approvedDeviceCode(at);
+    const form = (code: string) => ({ grant_type: DEVICE_GRANT, device_code: code });
+    expect((await tokenRequest(at, form(first), proof)).status).toBe(200);
+    const second = await approvedDeviceCode(at);
+    const replayed = await tokenRequest(at, form(second), proof);
+    expect([replayed.status, replayed.body.error]).toEqual([400, "invalid_dpop_proof"]);
+    // The poll interval (1 s here) applies to the retry as to any poll.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const served = await tokenRequest(at, form(second), await proofAt(key, at.token));
+    expect([served.status, served.body.error]).toEqual([200, undefined]);
   });
 
   it("without a proof: a Bearer token as before, unless the client or dpop.required needs one", async () => {

@@ -807,6 +807,31 @@ describe("endpoints", () => {
   });
 });
 
+describe("the token endpoint with a DPoP proof", () => {
+  it("never hands out a bearer token for a request that carried a proof: an issuer that ignores jkt is a server error", async () => {
+    let reported = 0;
+    const { server } = await setup({
+      clientCredentials: async () => ({ accessToken: "a-bearer-token", expiresIn: 60 }),
+      dpop: {
+        verifyProof: async () => ({ jkt: "k".repeat(43), jti: "j".repeat(16), iat: 0 }),
+        consumeProof: async () => true,
+        algorithms: ["ES256"],
+      },
+      onError: () => {
+        reported++;
+      },
+    } as never);
+    const refused = await answer(
+      await server.route(
+        form("/oauth/token", { ...post, grant_type: "client_credentials" }, { dpop: "a.b.c" }),
+      ),
+    );
+    expect(refused.status).toBe(500);
+    expect(JSON.stringify(refused.body)).not.toContain("a-bearer-token");
+    expect(reported).toBe(1);
+  });
+});
+
 describe("deviceApproveHandler", () => {
   async function approveSetup() {
     const context = await setup();

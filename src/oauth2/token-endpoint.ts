@@ -14,10 +14,18 @@ import type { DpopTokenSettings, IssuedToken, ServerSettings } from "./server-op
 import { noStoreJson, type OAuthFailure, oauthError, type TokenResponseBody } from "./wire.ts";
 
 /**
- * Serves one `grant_type` for an authenticated client allowed to use it;
- * `jkt` is the thumbprint of the key of the request's valid DPoP proof.
+ * A request's valid DPoP proof: the thumbprint of its key, and `spend`, which
+ * records its id once (`false` when it was used already). A grant spends it
+ * only when it is about to hand out a token, so requests that mint nothing
+ * (a pending poll, an unknown code) add nothing to the replay store.
  */
-export type TokenGrant = (call: ClientCall, jkt: string | undefined) => Promise<Response>;
+export interface TokenProof {
+  readonly jkt: string;
+  readonly spend: () => Promise<boolean>;
+}
+
+/** Serves one `grant_type` for an authenticated client allowed to use it. */
+export type TokenGrant = (call: ClientCall, proof: TokenProof | undefined) => Promise<Response>;
 
 /**
  * The grants the token endpoint serves, keyed by `grant_type` (RFC 6749
@@ -43,7 +51,7 @@ export function tokenEndpoint(
       return oauthError("unsupported_grant_type", "this grant type is not supported");
     if (!call.client.grantTypes.includes(grantType as never))
       return oauthError("unauthorized_client", "this client may not use this grant type");
-    // Before any grant-specific work: a refused proof spends no device code.
+    // Checked before any grant-specific work: a refused proof spends no device code.
     const proof = await tokenProof(settings.dpop, call);
     if (proof instanceof Response) return withNonce(settings.dpop, call.request, proof);
     return withNonce(settings.dpop, call.request, await grant(call, proof));
@@ -52,14 +60,14 @@ export function tokenEndpoint(
 
 /**
  * RFC 9449 §5 at the token endpoint: the request's proof checked against
- * `POST` and the configured token URL, its id spent once; the thumbprint of
- * its key, `undefined` when there is none and none is required, or the
+ * `POST` and the configured token URL; the proof (its id spent by the grant
+ * that mints), `undefined` when there is none and none is required, or the
  * answer refusing it.
  */
 async function tokenProof(
   dpop: DpopTokenSettings | undefined,
   { request, client }: ClientCall,
-): Promise<string | undefined | Response> {
+): Promise<TokenProof | undefined | Response> {
   const proof = dpopHeader(request);
   if (dpop === undefined) {
     // A client registered for bound tokens is never handed a bearer one: fail closed.
@@ -84,10 +92,10 @@ async function tokenProof(
       return oauthError("invalid_dpop_proof", "the DPoP proof is invalid");
     throw error;
   }
-  if (!(await dpop.consumeProof(verified)))
-    return oauthError("invalid_dpop_proof", "the DPoP proof was already used");
-  return verified.jkt;
+  return { jkt: verified.jkt, spend: () => dpop.consumeProof(verified) };
 }
+
+const PROOF_USED = () => oauthError("invalid_dpop_proof", "the DPoP proof was already used");
 
 /** RFC 9449 §8: with nonces on, every answer to a request that carried a proof names the current one. */
 async function withNonce(
@@ -101,13 +109,19 @@ async function withNonce(
 }
 
 function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings): TokenGrant {
-  return async ({ params, client, request }, jkt) => {
+  return async ({ params, client, request }, proof) => {
     const deviceCode = params.get("device_code");
     if (deviceCode === undefined) return oauthError("invalid_request", "device_code is missing");
     const result = await service.poll(deviceCode, client.clientId);
     if (result.outcome !== "approved") return pollRefusal(result);
+    const jkt = proof?.jkt;
     let issued: IssuedToken | OAuthFailure;
     try {
+      // The proof is spent only now that a token is due; a replayed one gives the approval back.
+      if (proof !== undefined && !(await proof.spend())) {
+        await service.release(deviceCode, client.clientId, result.consumedAt);
+        return PROOF_USED();
+      }
       issued = await issueAccessToken({
         client,
         subject: result.subject,
@@ -126,8 +140,13 @@ function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings)
         "the approval was lost to a server failure; start a new device authorization",
       );
     }
-    return tokenResponse(issued, result.scope);
+    return tokenResponse(issued, result.scope, boundFor(client, proof));
   };
+}
+
+/** Whether the token handed out must be a DPoP one: a proof came, or the client asks for bound tokens. */
+function boundFor(client: ClientCall["client"], proof: TokenProof | undefined): boolean {
+  return proof !== undefined || client.dpopBoundAccessTokens === true;
 }
 
 /** RFC 8628 §3.5: the answer to a poll that brought no approval. */
@@ -151,7 +170,7 @@ function pollRefusal(result: Exclude<PollResult, { outcome: "approved" }>): Resp
 
 function clientCredentialsGrant({ clientCredentials, allowed }: ServerSettings): TokenGrant {
   const handler = clientCredentials as NonNullable<typeof clientCredentials>;
-  return async ({ params, client }, jkt) => {
+  return async ({ params, client }, proof) => {
     // Also for a client from a store of its own that lists the grant for a public client.
     if (client.public)
       return oauthError("invalid_client", "client_credentials needs client authentication");
@@ -166,15 +185,24 @@ function clientCredentialsGrant({ clientCredentials, allowed }: ServerSettings):
       client,
       ...(scopeParam === undefined ? {} : { scope }),
       ...(resource === undefined ? {} : { resource }),
-      ...(jkt === undefined ? {} : { jkt }),
+      ...(proof === undefined ? {} : { jkt: proof.jkt }),
     });
-    return tokenResponse(issued, scope);
+    // Spent only for a token about to be handed out: a refusal records nothing.
+    if (proof !== undefined && !("error" in issued) && !(await proof.spend())) return PROOF_USED();
+    return tokenResponse(issued, scope, boundFor(client, proof));
   };
 }
 
 /** RFC 6749 §5.1 from what the issuer answered; an answer that is neither token nor error is a bug. */
-function tokenResponse(issued: IssuedToken | OAuthFailure, asked: readonly string[]): Response {
+function tokenResponse(
+  issued: IssuedToken | OAuthFailure,
+  asked: readonly string[],
+  bound: boolean,
+): Response {
   if ("error" in issued) return oauthError(issued.error, issued.description);
+  // A proof was checked, or the client registered for bound tokens: a bearer token would undo it.
+  if (bound && issued.tokenType !== "DPoP")
+    throw new TypeError("the token issuer answered a bearer token where a DPoP-bound one is due");
   if (
     typeof issued?.accessToken !== "string" ||
     issued.accessToken === "" ||
