@@ -16,7 +16,18 @@ CREATE INDEX IF NOT EXISTS portcullis_grants_principal ON portcullis_grants (pri
 CREATE INDEX IF NOT EXISTS portcullis_grants_approver ON portcullis_grants (approved_by, created_at DESC);
 CREATE INDEX IF NOT EXISTS portcullis_grants_expires ON portcullis_grants (expires_at);
 -- The DPoP key a grant is bound to; added later, so a database made before gains it here.
-ALTER TABLE portcullis_grants ADD COLUMN IF NOT EXISTS jkt text;
+-- Altered only when missing: ALTER TABLE takes an exclusive lock even when it changes nothing,
+-- and would queue every grant query behind any open transaction at each instance's start.
+DO $$
+BEGIN
+  IF NOT EXISTS (
+    SELECT 1 FROM pg_attribute
+    WHERE attrelid = 'portcullis_grants'::regclass AND attname = 'jkt' AND NOT attisdropped
+  ) THEN
+    PERFORM set_config('lock_timeout', '5s', true);
+    ALTER TABLE portcullis_grants ADD COLUMN jkt text;
+  END IF;
+END $$;
 
 CREATE TABLE IF NOT EXISTS portcullis_replay (
   jti        text PRIMARY KEY,
