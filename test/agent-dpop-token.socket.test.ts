@@ -7,7 +7,6 @@
 import * as dpop from "dpop";
 import { decodeJwt } from "jose";
 import * as oidc from "openid-client";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentAuth,
@@ -20,18 +19,15 @@ import {
 import { bindAuthentication, createAuthentication } from "../src/core/authentication.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
 import { MemoryClientStore } from "../src/oauth2/index.ts";
-import { migrate, PostgresReplayStore } from "../src/stores/postgres/index.ts";
+import { PostgresReplayStore } from "../src/stores/postgres/index.ts";
 import { RedisReplayStore } from "../src/stores/redis/index.ts";
 import { discover } from "./oauth-helpers.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
 const redis = redisForTests();
-const schema = `portcullis_dpop_token_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-});
+const { pool } = postgresForTests("dpop_token");
 
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
 const SECRET = "agent-one-secret-0123456789";
@@ -46,14 +42,10 @@ beforeAll(async () => {
   keys = await generateKeySet();
   key = await dpop.generateKeyPair("ES256");
   thief = await dpop.generateKeyPair("ES256");
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
 });
 
 afterAll(async () => {
   for (const server of servers) await server.close();
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
 });
 
 interface Site {

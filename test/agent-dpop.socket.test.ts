@@ -6,7 +6,6 @@
  */
 import * as dpop from "dpop";
 import { exportJWK, SignJWT } from "jose";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentDpopOptions,
@@ -24,17 +23,14 @@ import {
 import { base64url } from "../src/core/encoding.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
 import { MemoryClientStore } from "../src/oauth2/index.ts";
-import { migrate, PostgresReplayStore } from "../src/stores/postgres/index.ts";
+import { PostgresReplayStore } from "../src/stores/postgres/index.ts";
 import { RedisReplayStore } from "../src/stores/redis/index.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
 const redis = redisForTests();
-const schema = `portcullis_dpop_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-});
+const { pool } = postgresForTests("dpop");
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
 const ALGS = 'algs="ES256 EdDSA Ed25519"';
 
@@ -50,14 +46,10 @@ beforeAll(async () => {
   es256 = await dpop.generateKeyPair("ES256");
   ed25519 = await dpop.generateKeyPair("Ed25519");
   thief = await dpop.generateKeyPair("ES256");
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
 });
 
 afterAll(async () => {
   for (const server of servers) await server.close();
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
 });
 
 interface Instance {

@@ -4,32 +4,24 @@
  * consumption and revocation hold across both.
  */
 import { exportJWK, generateKeyPair } from "jose";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate } from "../src/stores/postgres/index.ts";
 import { type ServerProcess, startServer } from "./processes.ts";
 
 const ISSUER = "http://127.0.0.1:9";
 const SECRET = "agent-one-secret-0123456789";
 const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
-const schema = `portcullis_shared_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-});
+
+import { postgresForTests } from "./support/postgres.ts";
+
+const { schema } = postgresForTests("shared");
 let keyJwk = "";
 
 beforeAll(async () => {
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
   const { privateKey } = await generateKeyPair("EdDSA", { extractable: true });
   keyJwk = JSON.stringify(await exportJWK(privateKey));
 });
 
-afterAll(async () => {
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
-});
+afterAll(async () => {});
 
 async function post(base: string, path: string, form: Record<string, string>) {
   const response = await fetch(`${base}${path}`, {

@@ -1,9 +1,3 @@
-/**
- * Two instances whose clocks differ share one replay store: a token used on
- * the instance ahead is refused on the one behind for as long as the one
- * behind would still accept it, on every store, whichever instance prunes.
- */
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type AgentAuth,
@@ -15,31 +9,23 @@ import {
 } from "../src/agentauth/index.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
 import { MemoryClientStore } from "../src/oauth2/index.ts";
-import { migrate, PostgresReplayStore } from "../src/stores/postgres/index.ts";
+import { PostgresReplayStore } from "../src/stores/postgres/index.ts";
 import { RedisReplayStore } from "../src/stores/redis/index.ts";
+import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
 const ISSUER = "https://api.example.com";
 // The verifier's default clock tolerance, in seconds.
 const TOLERANCE = 5;
 const redis = redisForTests();
-const schema = `portcullis_skew_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-});
+const { pool } = postgresForTests("skew");
 let keys: KeySet;
 
 beforeAll(async () => {
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
   keys = await generateKeySet();
 });
 
-afterAll(async () => {
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
-});
+afterAll(async () => {});
 
 const stores: [string, () => ReplayStore & { prune?(now: number): Promise<number> }][] = [
   ["memory", () => new MemoryReplayStore()],

@@ -4,24 +4,19 @@
  * after it, while the grant (durable) still yields fresh tokens.
  */
 import { exportJWK, generateKeyPair } from "jose";
-import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { migrate } from "../src/stores/postgres/index.ts";
 import { type ServerProcess, startServer } from "./processes.ts";
 
 const ISSUER = "http://127.0.0.1:9";
 const SECRET = "agent-one-secret-0123456789";
-const schema = `portcullis_restart_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-});
+
+import { postgresForTests } from "./support/postgres.ts";
+
+const { schema } = postgresForTests("restart");
 let env: Record<string, string>;
 let server: ServerProcess | undefined;
 
 beforeAll(async () => {
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
   const { privateKey } = await generateKeyPair("EdDSA", { extractable: true });
   env = {
     ISSUER,
@@ -35,8 +30,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
 });
 
 async function post(base: string, path: string, form: Record<string, string>) {

@@ -1,0 +1,25 @@
+import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
+import { migrate } from "../../src/stores/postgres/index.ts";
+
+/**
+ * A pool on the real PostgreSQL the suite needs (scripts/ensure-services.sh
+ * starts it), in a schema of its own made and migrated before the file's
+ * tests and dropped after them. No skip: an unreachable server fails the tests.
+ */
+export function postgresForTests(label: string) {
+  const schema = `portcullis_${label}_${crypto.randomUUID().replace(/-/g, "")}`;
+  const pool = new pg.Pool({
+    connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    options: `-c search_path=${schema}`,
+  });
+  beforeAll(async () => {
+    await pool.query(`CREATE SCHEMA ${schema}`);
+    await migrate(pool);
+  });
+  afterAll(async () => {
+    await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+    await pool.end();
+  });
+  return { pool, schema };
+}
