@@ -33,6 +33,9 @@ const redis = redisForTests();
 const { pool } = postgresForTests("dpop");
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
 const ALGS = 'algs="ES256 EdDSA Ed25519"';
+/** The pointer to the execute URL's protected resource metadata, in its first challenge. */
+const metadataOf = (site: { base: string }) =>
+  `resource_metadata="${site.base}/.well-known/oauth-protected-resource/capability/execute"`;
 
 let keys: KeySet;
 let es256: dpop.KeyPair;
@@ -318,7 +321,7 @@ describe("DPoP at the execute URL", () => {
       if (name.startsWith("two") || name.includes("4096"))
         expect(refused.body.message, name).toMatch(/more than one DPoP header, or one over 4096/);
       expect(refused.challenges, name).toEqual([
-        "Bearer",
+        `Bearer ${metadataOf(site)}`,
         `DPoP error="invalid_dpop_proof", ${ALGS}`,
         `AgentAuth discovery="${site.base}/.well-known/agent-configuration"`,
       ]);
@@ -349,7 +352,7 @@ describe("DPoP at the execute URL", () => {
       expect(refused.status).toBe(401);
       expect(refused.body.error).toBe("invalid_jwt");
       expect(refused.challenges[1]).toBe(`DPoP error="invalid_token", ${ALGS}`);
-      expect(refused.challenges[0]).toBe("Bearer");
+      expect(refused.challenges[0]).toBe(`Bearer ${metadataOf(site)}`);
     }
     const noProof = await call(site.execute, token);
     expect(noProof.body.error).toBe("invalid_jwt");
@@ -496,7 +499,7 @@ describe("dpop.required", () => {
     const refused = await call(site.execute, token, { scheme: "Bearer" });
     expect(refused.status).toBe(401);
     expect(refused.body.error).toBe("invalid_jwt");
-    expect(refused.challenges[0]).toBe(`DPoP error="invalid_token", ${ALGS}`);
+    expect(refused.challenges[0]).toBe(`DPoP error="invalid_token", ${ALGS}, ${metadataOf(site)}`);
     expect(refused.challenges).toHaveLength(2);
     const bound = await mint(site, es256);
     const ok = await call(site.execute, bound, {

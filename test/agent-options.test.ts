@@ -58,6 +58,17 @@ describe("agentAuth option errors", () => {
     );
   });
 
+  it("refuses an endpoint on the path of the execute URL's resource metadata", async () => {
+    expect(
+      await refusal({
+        paths: {
+          execute: "/run",
+          capabilities: "/.well-known/oauth-protected-resource/run",
+        },
+      }),
+    ).toMatch(/^agentAuth: paths\.capabilities is where the execute URL's resource metadata/);
+  });
+
   it("still builds with every option at its edge", async () => {
     const agents = await agentAuth({
       ...base,

@@ -4,6 +4,10 @@
  * answered in that protocol's shape, and a known client id with a wrong
  * secret cannot be told from an unknown one, by status, headers or work done.
  */
+import {
+  discoverOAuthProtectedResourceMetadata,
+  extractResourceMetadataUrl,
+} from "@modelcontextprotocol/sdk/client/auth.js";
 import * as oidc from "openid-client";
 import { type PasswordEncoder, ScryptPasswordEncoder } from "portcullis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -215,7 +219,20 @@ describe("discovery probing the example", () => {
       "/.well-known/agent-configuration",
       "/.well-known/oauth-authorization-server",
       "/.well-known/jwks.json",
+      "/.well-known/oauth-protected-resource/capability/execute",
     ])
-      expect((await fetch(`${base}${path}`)).status).toBe(200);
+      expect((await fetch(`${base}${path}`)).status, path).toBe(200);
+  });
+
+  it("lets the MCP SDK discover the execute URL's metadata from execute's own 401", async () => {
+    const refused = await fetch(`${base}/capability/execute`, { method: "POST" });
+    expect(refused.status).toBe(401);
+    const pointer = extractResourceMetadataUrl(refused);
+    expect(pointer?.href).toBe(`${base}/.well-known/oauth-protected-resource/capability/execute`);
+    const metadata = await discoverOAuthProtectedResourceMetadata(`${base}/capability/execute`, {
+      resourceMetadataUrl: pointer as URL,
+    });
+    expect(metadata.resource).toBe(`${base}/capability/execute`);
+    expect(metadata.authorization_servers).toEqual([base]);
   });
 });

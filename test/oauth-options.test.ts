@@ -70,6 +70,18 @@ describe("authorizationServer options", () => {
     ],
     [{ issuer: "https://api.example/?x=1" }, /^authorizationServer: issuer must have no query/],
     [{ clientCredentials: "yes" }, /^authorizationServer: clientCredentials must be a function/],
+    [
+      { protectedResources: "https://api.example/run" },
+      /^authorizationServer: protectedResources must be an array of URLs/,
+    ],
+    [
+      { protectedResources: ["https://api.example/run", "http://api.example/run"] },
+      /^authorizationServer: protectedResources\[1\] must use https/,
+    ],
+    [
+      { protectedResources: ["/run"] },
+      /^authorizationServer: protectedResources\[0\] must be an absolute URL/,
+    ],
   ])("%j", (bad, expected) => {
     expect(message(() => authorizationServer({ ...base, ...bad } as never))).toMatch(expected);
   });

@@ -144,6 +144,8 @@ serve({
       authz.match("GET", "/.well-known/agent-configuration").permitAll(),
       authz.match("GET", "/.well-known/oauth-authorization-server").permitAll(),
       authz.match("GET", "/.well-known/jwks.json").permitAll(),
+      // RFC 9728 metadata of the execute URL; 404 for paths nothing is served at.
+      authz.match("GET", "/.well-known/oauth-protected-resource/**").permitAll(),
       authz.match("POST", "/oauth/device_authorization").permitAll(), // clients authenticate there
       authz.match("POST", "/oauth/token").permitAll(),
       authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself

@@ -355,6 +355,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/.well-known/agent-configuration").permitAll(),
         match("GET", "/.well-known/oauth-authorization-server").permitAll(),
         match("GET", "/.well-known/jwks.json").permitAll(),
+        match("GET", "/.well-known/oauth-protected-resource/capability/execute").permitAll(),
         // Other well-known documents do not exist here: discovery probes get the router's 404.
         match("GET", "/.well-known/**").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),

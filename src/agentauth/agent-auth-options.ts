@@ -7,9 +7,14 @@ import {
   mountPathOption,
   rejectUnknownKeys,
 } from "../core/options.ts";
+import { pathOfUrl } from "../core/path.ts";
 import { issuerUrlOption } from "../core/url.ts";
 import type { KeySet } from "../jwt/index.ts";
-import type { ClientStore, DeviceCodeStore } from "../oauth2/index.ts";
+import {
+  type ClientStore,
+  type DeviceCodeStore,
+  protectedResourceMetadataUrl,
+} from "../oauth2/index.ts";
 import type { AgentApproveOptions } from "./approve.ts";
 import type { CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
 import { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
@@ -323,6 +328,15 @@ export function agentAuthPaths(paths: AgentAuthPaths | undefined): Required<Agen
   for (const [name, value] of Object.entries(out)) mountPathOption(WHERE, `paths.${name}`, value);
   if (new Set(Object.values(out)).size !== Object.keys(out).length)
     throw new InvalidOptionsError(`${WHERE}: two endpoints share a path`);
+  // The execute URL's metadata is served too (RFC 9728 §3.1): no endpoint may take its path.
+  const metadata = protectedResourceMetadataUrl(
+    new URL(out.execute, "https://issuer.invalid").href,
+  );
+  for (const [name, value] of Object.entries(out))
+    if (value === pathOfUrl(metadata))
+      throw new InvalidOptionsError(
+        `${WHERE}: paths.${name} is where the execute URL's resource metadata is served`,
+      );
   return out;
 }
 

@@ -12,6 +12,9 @@ import {
   type DeviceAuthorizationListener,
   DeviceAuthorizationService,
   MemoryDeviceCodeStore,
+  protectedResourceMetadata,
+  protectedResourceMetadataEndpoint,
+  protectedResourceMetadataUrl,
   type TokenEndpointDpop,
   userCodeHash,
 } from "../oauth2/index.ts";
@@ -83,6 +86,8 @@ interface Setup {
   readonly keys: KeySet;
   /** An absolute URL on the issuer's origin. */
   readonly url: (path: string) => string;
+  /** Where the execute URL's protected resource metadata is served (RFC 9728 §3.1). */
+  readonly executeMetadata: string;
   readonly report: (error: unknown) => void;
 }
 
@@ -95,12 +100,15 @@ interface Setup {
 export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
   const numbers = checkAgentAuthOptions(options);
   const origin = new URL(options.issuer).origin;
+  const paths = agentAuthPaths(options.paths);
+  const url = (path: string) => new URL(path, origin).href;
   const setup: Setup = {
     options,
     numbers,
-    paths: agentAuthPaths(options.paths),
+    paths,
     keys: options.keys ?? (await generateKeySet()),
-    url: (path) => new URL(path, origin).href,
+    url,
+    executeMetadata: protectedResourceMetadataUrl(url(paths.execute)),
     report: options.onStoreError ?? throttledConsole("an agent store failed"),
   };
   const runtime = agentRuntime(setup);
@@ -110,6 +118,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     [setup.paths.discovery, agentDiscovery(setup, runtime, oauth)],
     [setup.paths.capabilities, capabilityList(setup, runtime)],
     [setup.paths.execute, executeHandler(runtime, { maxBodyBytes: numbers.maxBodyBytes })],
+    [pathOfUrl(setup.executeMetadata), executeMetadata(setup, runtime)],
   ]);
   const oauthPaths = new Set<string>(Object.values(oauth.paths));
   // The same test as `route`: exactly the requests it serves authenticate themselves.
@@ -139,7 +148,8 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
 }
 
 /** What every agent handler shares: URLs, capabilities, tokens, stores, events, clock. */
-function agentRuntime({ options, numbers, paths, keys, url, report }: Setup): AgentRuntime {
+function agentRuntime(setup: Setup): AgentRuntime {
+  const { options, numbers, paths, keys, url, report } = setup;
   const { issuer } = options;
   const now = options.now ?? Date.now;
   const stores = options.stores ?? {};
@@ -151,6 +161,7 @@ function agentRuntime({ options, numbers, paths, keys, url, report }: Setup): Ag
     discovery: url(paths.discovery),
     capabilities: url(paths.capabilities),
     execute: url(paths.execute),
+    executeMetadata: setup.executeMetadata,
   };
   const minted = capabilityTokens({
     keys,
@@ -221,6 +232,7 @@ function agentOAuth(
     scopes: runtime.registry.all().map((capability) => capability.name),
     issueAccessToken: newAccessTokenIssuer(runtime, numbers.grantTtlSeconds),
     clientCredentials: capabilityRefreshGrant(runtime),
+    protectedResources: [runtime.urls.execute],
     paths: { deviceAuthorization: paths.deviceAuthorization, token: paths.token, jwks: paths.jwks },
     storeTimeoutMs: numbers.storeTimeoutMs,
     onDeviceAuthorization: recordPendingRequest(runtime),
@@ -267,9 +279,36 @@ function agentDiscovery(setup: Setup, runtime: AgentRuntime, oauth: Authorizatio
     urls: runtime.urls,
     oauth: oauth.metadata,
     verificationUri: setup.url(setup.paths.verification),
-    ...(options.providerName === undefined ? {} : { providerName: options.providerName }),
+    providerName: providerName(setup),
     ...(options.description === undefined ? {} : { description: options.description }),
   });
+}
+
+/** The `provider_name` of discovery, also the execute URL's `resource_name`. */
+function providerName({ options }: Setup): string {
+  return options.providerName ?? new URL(options.issuer).host;
+}
+
+/**
+ * The execute URL's protected resource metadata (RFC 9728): the scopes are
+ * the capabilities execute serves, and with DPoP on, its proof algorithms.
+ */
+function executeMetadata(setup: Setup, runtime: AgentRuntime): Handler {
+  const executable = runtime.registry
+    .all()
+    .filter((capability) => capability.handler !== undefined && capability.location === undefined);
+  const { dpop } = runtime;
+  return protectedResourceMetadataEndpoint(
+    protectedResourceMetadata({
+      resource: runtime.urls.execute,
+      authorizationServers: [setup.options.issuer],
+      scopes: executable.map((capability) => capability.name),
+      name: providerName(setup),
+      ...(dpop === undefined
+        ? {}
+        : { dpop: { algorithms: dpop.algorithms, required: dpop.required } }),
+    }),
+  );
 }
 
 /** The capability list authenticates agents itself, so a refused credential is answered in the agent shape. */

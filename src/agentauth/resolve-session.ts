@@ -21,7 +21,7 @@ import {
   TOKEN_REQUIRED,
 } from "./session.ts";
 import { CAPABILITY_TOKEN_TYPE } from "./token.ts";
-import { agentError, agentRefusal } from "./wire.ts";
+import { agentError, agentRefusal, type ChallengeTargets } from "./wire.ts";
 
 /** The authority an agent principal carries in the chain's context. */
 export const AGENT_AUTHORITY = "AGENT";
@@ -84,7 +84,7 @@ export async function openRequestSession(
   } catch (error) {
     return withDpopNonce(runtime, request, agentFailure(runtime, error, request));
   }
-  if (isDenial(opened)) return denialAnswer(runtime, opened, request);
+  if (isDenial(opened)) return denialAnswer(runtime, opened, audience, request);
   const { session, claims } = opened;
   bindValue(request, AGENT_SESSION, session);
   bindAuthentication(request, createAuthentication(claims.sub, [AGENT_AUTHORITY], { session }));
@@ -99,22 +99,27 @@ export function refuseAgent(
   request?: Request,
 ): Promise<Response> {
   emitDenial(runtime, denial, audience);
-  return denialAnswer(runtime, denial, request);
+  return denialAnswer(runtime, denial, audience, request);
 }
 
-/** The answer to a denial, with the DPoP challenge and nonce where DPoP is on. */
+/**
+ * The answer to a denial at `audience`, with the DPoP challenge and nonce
+ * where DPoP is on. Only the execute URL has protected resource metadata to
+ * point to; a capability's own location is the application's resource.
+ */
 async function denialAnswer(
   runtime: AgentRuntime,
   denial: AgentDenial,
+  audience: string,
   request: Request | undefined,
 ): Promise<Response> {
-  const dpop = runtime.dpop;
-  if (dpop === undefined) return agentRefusal(denial, runtime.urls.discovery);
-  const answer = agentRefusal(
-    denial,
-    runtime.urls.discovery,
-    await dpopChallenge(dpop, request, denial),
-  );
+  const { urls, dpop } = runtime;
+  const targets: ChallengeTargets =
+    audience === urls.execute && urls.executeMetadata !== undefined
+      ? { discovery: urls.discovery, resourceMetadata: urls.executeMetadata }
+      : { discovery: urls.discovery };
+  if (dpop === undefined) return agentRefusal(denial, targets);
+  const answer = agentRefusal(denial, targets, await dpopChallenge(dpop, request, denial));
   return request === undefined ? answer : withDpopNonce(runtime, request, answer);
 }
 

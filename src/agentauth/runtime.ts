@@ -13,6 +13,11 @@ export interface AgentUrls {
   readonly discovery: string;
   readonly capabilities: string;
   readonly execute: string;
+  /**
+   * Where the execute URL's protected resource metadata (RFC 9728) is served;
+   * execute's 401s name it. `agentAuth` sets it; absent, they name none.
+   */
+  readonly executeMetadata?: string;
 }
 
 /** What the agent handlers share; built once by `agentAuth`, or by hand. */

@@ -55,27 +55,55 @@ const CHALLENGE_ERROR: Partial<Record<AgentErrorCode, string>> = {
   use_dpop_nonce: "use_dpop_nonce",
 };
 
+/** Where a 401 sends the agent: discovery, and the resource's RFC 9728 metadata when it has one. */
+export interface ChallengeTargets {
+  readonly discovery: string;
+  readonly resourceMetadata?: string;
+}
+
 /**
  * `WWW-Authenticate` challenges a 401 from an agent endpoint carries: `Bearer`
  * (when accepted), then `DPoP` with its algorithms (when DPoP is on), then
- * `AgentAuth` naming discovery.
+ * `AgentAuth` naming discovery. The first challenge names the resource's
+ * metadata (RFC 9728 §5.1), as MCP clients read only the first; it comes
+ * after `error`, so the challenge still begins as it did without metadata.
  */
 export function agentChallenges(
-  discoveryUrl: string,
+  targets: ChallengeTargets,
   invalidToken: boolean,
   dpop?: DpopChallenge,
   error: AgentErrorCode = "invalid_jwt",
 ): string[] {
-  const agentAuth = `AgentAuth discovery="${discoveryUrl}"`;
-  if (dpop === undefined)
-    return [invalidToken ? 'Bearer error="invalid_token"' : "Bearer", agentAuth];
-  const named = invalidToken ? CHALLENGE_ERROR[error] : undefined;
-  const onDpop = dpop.errorOnDpop || !dpop.bearer;
+  const agentAuth = `AgentAuth discovery="${targets.discovery}"`;
+  const pointer =
+    targets.resourceMetadata === undefined
+      ? []
+      : [`resource_metadata="${targets.resourceMetadata}"`];
+  const challenge = (scheme: string, params: readonly string[]) =>
+    params.length === 0 ? scheme : `${scheme} ${params.join(", ")}`;
+  const named = invalidToken
+    ? dpop === undefined
+      ? "invalid_token"
+      : CHALLENGE_ERROR[error]
+    : undefined;
+  const onDpop = dpop !== undefined && (dpop.errorOnDpop || !dpop.bearer);
   const challenges: string[] = [];
-  if (dpop.bearer)
-    challenges.push(named !== undefined && !onDpop ? `Bearer error="${named}"` : "Bearer");
-  const dpopError = named !== undefined && onDpop ? `error="${named}", ` : "";
-  challenges.push(`DPoP ${dpopError}algs="${dpop.algorithms}"`, agentAuth);
+  if (dpop === undefined || dpop.bearer)
+    challenges.push(
+      challenge("Bearer", [
+        ...(named !== undefined && !onDpop ? [`error="${named}"`] : []),
+        ...pointer,
+      ]),
+    );
+  if (dpop !== undefined)
+    challenges.push(
+      challenge("DPoP", [
+        ...(named !== undefined && onDpop ? [`error="${named}"`] : []),
+        `algs="${dpop.algorithms}"`,
+        ...(dpop.bearer ? [] : pointer),
+      ]),
+    );
+  challenges.push(agentAuth);
   return challenges;
 }
 
@@ -110,7 +138,7 @@ export function agentRefusal(
     readonly message: string;
     readonly extra?: Readonly<Record<string, unknown>>;
   },
-  discoveryUrl: string,
+  targets: ChallengeTargets,
   dpop?: DpopChallenge,
 ): Response {
   const { error, message, extra } = refusal;
@@ -118,7 +146,7 @@ export function agentRefusal(
   const invalid = unauthorized && error !== "authentication_required";
   const response = agentError(error, message, {
     ...(extra === undefined ? {} : { extra }),
-    ...(unauthorized ? { challenges: agentChallenges(discoveryUrl, invalid, dpop, error) } : {}),
+    ...(unauthorized ? { challenges: agentChallenges(targets, invalid, dpop, error) } : {}),
   });
   if (dpop?.nonce !== undefined && (error === "use_dpop_nonce" || dpop.errorOnDpop))
     response.headers.set("dpop-nonce", dpop.nonce);

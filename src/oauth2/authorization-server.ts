@@ -65,6 +65,9 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
     publicClients: settings.publicClients,
     ...(settings.scopeNames === undefined ? {} : { scopes: settings.scopeNames }),
     ...(settings.dpop === undefined ? {} : { dpopAlgorithms: settings.dpop.algorithms }),
+    ...(settings.protectedResources === undefined
+      ? {}
+      : { protectedResources: settings.protectedResources }),
   });
   const endpoints = {
     metadataEndpoint: metadataEndpoint(metadata),

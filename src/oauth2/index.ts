@@ -1,6 +1,7 @@
 /**
  * The OAuth 2.0 device authorization grant (RFC 8628) with RFC 6749 client
- * authentication and token responses and RFC 8414 metadata. It knows clients,
+ * authentication and token responses, RFC 8414 metadata and RFC 9728
+ * protected resource metadata. It knows clients,
  * device codes and an access-token issuer callback; it never knows agents.
  *
  * @module portcullis/oauth2
@@ -70,6 +71,13 @@ export {
   type MemoryDeviceCodeStoreOptions,
   type PollOutcome,
 } from "./device-code-store.ts";
+export {
+  type ProtectedResourceMetadata,
+  type ProtectedResourceSource,
+  protectedResourceMetadata,
+  protectedResourceMetadataEndpoint,
+  protectedResourceMetadataUrl,
+} from "./metadata.ts";
 export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 export type { ScopePolicy } from "./scope.ts";
 export { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "./user-code.ts";

@@ -14,6 +14,8 @@ export interface AuthorizationServerMetadata {
   readonly scopes_supported?: readonly string[];
   /** RFC 9449 §5.1: the algorithms DPoP proofs may be signed with, when the token endpoint checks them. */
   readonly dpop_signing_alg_values_supported?: readonly string[];
+  /** RFC 9728 §4: the protected resources this server issues tokens for. */
+  readonly protected_resources?: readonly string[];
 }
 
 /** What the metadata document is made from: every URL is built from the issuer, never from a request. */
@@ -30,6 +32,8 @@ export interface MetadataSource {
   readonly scopes?: readonly string[];
   /** Published as `dpop_signing_alg_values_supported` when DPoP is on. */
   readonly dpopAlgorithms?: readonly string[];
+  /** Published as `protected_resources` (absolute URLs). */
+  readonly protectedResources?: readonly string[];
 }
 
 /** The RFC 8414 document, frozen. */
@@ -53,6 +57,9 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
     ...(source.dpopAlgorithms === undefined
       ? {}
       : { dpop_signing_alg_values_supported: [...source.dpopAlgorithms] }),
+    ...(source.protectedResources === undefined
+      ? {}
+      : { protected_resources: [...source.protectedResources] }),
   });
 }
 
@@ -62,10 +69,69 @@ export function wellKnownPath(issuer: URL): string {
   return `/.well-known/oauth-authorization-server${tail}`;
 }
 
+/** RFC 9728 protected resource metadata. */
+export interface ProtectedResourceMetadata {
+  readonly resource: string;
+  readonly authorization_servers: readonly string[];
+  readonly scopes_supported?: readonly string[];
+  readonly bearer_methods_supported: readonly string[];
+  readonly resource_name?: string;
+  /** RFC 9449 §5.2: the algorithms DPoP proofs may be signed with at this resource. */
+  readonly dpop_signing_alg_values_supported?: readonly string[];
+  /** RFC 9449 §5.2: whether this resource accepts only DPoP-bound tokens. */
+  readonly dpop_bound_access_tokens_required?: boolean;
+}
+
+/** What a protected resource's metadata is made from: configuration only, never a request. */
+export interface ProtectedResourceSource {
+  /** The resource identifier: its absolute URL. */
+  readonly resource: string;
+  /** The issuer identifiers of the authorization servers whose tokens it accepts. */
+  readonly authorizationServers: readonly string[];
+  readonly scopes?: readonly string[];
+  readonly name?: string;
+  /** Present when the resource accepts DPoP-bound tokens. */
+  readonly dpop?: { readonly algorithms: readonly string[]; readonly required: boolean };
+}
+
+/** The RFC 9728 document, frozen; tokens come only in `Authorization` (never a form or the query). */
+export function protectedResourceMetadata(
+  source: ProtectedResourceSource,
+): ProtectedResourceMetadata {
+  return Object.freeze({
+    resource: source.resource,
+    authorization_servers: [...source.authorizationServers],
+    ...(source.scopes === undefined ? {} : { scopes_supported: [...source.scopes] }),
+    bearer_methods_supported: ["header"],
+    ...(source.name === undefined ? {} : { resource_name: source.name }),
+    ...(source.dpop === undefined
+      ? {}
+      : {
+          dpop_signing_alg_values_supported: [...source.dpop.algorithms],
+          dpop_bound_access_tokens_required: source.dpop.required,
+        }),
+  });
+}
+
+/**
+ * RFC 9728 §3.1: the well-known segment goes between the host and the
+ * resource's path (a terminating slash dropped); the query, if any, stays.
+ */
+export function protectedResourceMetadataUrl(resource: string): string {
+  const url = new URL(resource);
+  const tail = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "");
+  return new URL(`/.well-known/oauth-protected-resource${tail}${url.search}`, url.origin).href;
+}
+
 const READ_METHODS = ["GET", "HEAD"];
 
 /** `GET` the metadata document; it changes only with the configuration, so caches may keep it an hour. */
 export function metadataEndpoint(metadata: AuthorizationServerMetadata): Handler {
+  return publishedDocument(JSON.stringify(metadata), "application/json", 3600);
+}
+
+/** `GET` an RFC 9728 document; like RFC 8414 metadata, it changes only with the configuration. */
+export function protectedResourceMetadataEndpoint(metadata: ProtectedResourceMetadata): Handler {
   return publishedDocument(JSON.stringify(metadata), "application/json", 3600);
 }
 

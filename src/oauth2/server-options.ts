@@ -6,7 +6,7 @@ import {
   rejectUnknownKeys,
   timeoutOption,
 } from "../core/options.ts";
-import { issuerUrlOption } from "../core/url.ts";
+import { httpsUrlOption, issuerUrlOption } from "../core/url.ts";
 import type { DpopNonces, DpopProofVerifier, KeySet, VerifiedDpopProof } from "../jwt/index.ts";
 import type { ClientStore, OAuthClient } from "./clients.ts";
 import type { DeviceAuthorizationService } from "./device-authorization.ts";
@@ -166,6 +166,13 @@ export interface AuthorizationServerOptions {
    */
   readonly dpop?: TokenEndpointDpop;
   /**
+   * The protected resources (absolute URLs) whose tokens this server issues,
+   * published as the metadata's `protected_resources` (RFC 9728 §4).
+   *
+   * @default none — the metadata names no resource
+   */
+  readonly protectedResources?: readonly string[];
+  /**
    * Public keys published at the JWKS path.
    *
    * @default none — no JWKS endpoint and no `jwks_uri` in the metadata
@@ -217,6 +224,7 @@ export interface ServerSettings {
   readonly onDeviceAuthorization?: DeviceAuthorizationListener;
   readonly keys?: KeySet;
   readonly dpop?: DpopTokenSettings;
+  readonly protectedResources?: readonly string[];
   readonly publicClients: boolean;
   readonly maxBodyBytes: number;
   readonly storeTimeoutMs: number;
@@ -252,6 +260,7 @@ const OPTION_NAMES = [
   "onDeviceAuthorization",
   "keys",
   "dpop",
+  "protectedResources",
   "publicClients",
   "paths",
   "maxBodyBytes",
@@ -293,12 +302,22 @@ export function checkServerOptions(options: AuthorizationServerOptions): ServerS
     ...optional("onDeviceAuthorization", options.onDeviceAuthorization),
     ...optional("keys", options.keys),
     ...optional("dpop", dpop),
+    ...optional("protectedResources", protectedResourcesOption(options.protectedResources)),
     ...optional("onError", options.onError),
     publicClients,
     maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 8192, 512),
     storeTimeoutMs: timeoutOption(WHERE, "storeTimeoutMs", options.storeTimeoutMs, 1000),
     paths,
   };
+}
+
+function protectedResourcesOption(value: unknown): readonly string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value))
+    throw new InvalidOptionsError(`${WHERE}: protectedResources must be an array of URLs`);
+  return Object.freeze(
+    value.map((url, index) => httpsUrlOption(`${WHERE}: protectedResources[${index}]`, url)),
+  );
 }
 
 // Never `none` nor a symmetric algorithm: a proof is worth only what its public key proves.
