@@ -141,17 +141,8 @@ export const handler = newHandler(() => new Response("ok"), {
 TS
 cat > types-check/tsconfig.json <<'JSON'
 {
-  "compilerOptions": {
-    "target": "ES2022",
-    "lib": ["ES2022"],
-    "module": "NodeNext",
-    "moduleResolution": "NodeNext",
-    "types": ["node"],
-    "strict": true,
-    "exactOptionalPropertyTypes": true,
-    "noEmit": true,
-    "skipLibCheck": false
-  },
+  "extends": "../tsconfig.json",
+  "compilerOptions": { "noUncheckedIndexedAccess": false, "skipLibCheck": false },
   "include": ["index.ts", "optional.ts"]
 }
 JSON

@@ -17,6 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decide as decideAs, discover as discoverClient, socketClient } from "./oauth-helpers.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { pollToken } from "./support/approval-attack.ts";
 import {
   type Client,
   defaultRouter,
@@ -108,18 +109,8 @@ function decide(userCode: string, action: "approve" | "deny"): Promise<Response>
   return decideAs(human, "/device/approve", userCode, action);
 }
 
-async function rawPoll(deviceCode: string, clientId = "agent-1", secret = SECRET) {
-  const response = await fetch(`${issuer}/oauth/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({
-      grant_type: "urn:ietf:params:oauth:grant-type:device_code",
-      device_code: deviceCode,
-      client_id: clientId,
-      client_secret: secret,
-    }).toString(),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+function rawPoll(deviceCode: string, clientId = "agent-1", secret = SECRET) {
+  return pollToken(issuer, deviceCode, clientId, secret);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -186,6 +186,34 @@ async function signIn(base: string): Promise<string> {
   return sessionCookie(signedIn) as string;
 }
 
+/** Submits a code for its review page, as a person would, then approves from that page. */
+async function reviewAndApprove(
+  base: string,
+  cookie: string,
+  csrf: string,
+  userCode: string,
+): Promise<{ review: string; approved: Response }> {
+  const form = { cookie, "content-type": "application/x-www-form-urlencoded" };
+  const page = await fetch(`${base}/device`, {
+    method: "POST",
+    headers: form,
+    body: new URLSearchParams({ _csrf: csrf, user_code: userCode }).toString(),
+  });
+  expect(page.status).toBe(200);
+  const review = await page.text();
+  const approved = await fetch(`${base}/device/approve`, {
+    method: "POST",
+    headers: form,
+    body: new URLSearchParams({
+      _csrf: formToken(review),
+      user_code: userCode,
+      review: /name="review" value="([^"]+)"/.exec(review)?.[1] as string,
+      action: "approve",
+    }).toString(),
+  });
+  return { review, approved };
+}
+
 function formToken(html: string): string {
   return /name="_csrf" value="([^"]+)"/.exec(html)?.[1] as string;
 }
@@ -258,25 +286,9 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     const entry = await link.text();
     expect(entry).toContain(`value="${userCode}"`);
     expect(entry).not.toContain("Demo agent");
-    const page = await fetch(`${base}/device`, {
-      method: "POST",
-      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
-    });
-    expect(page.status).toBe(200);
-    const html = await page.text();
-    expect(html).toContain("Demo agent");
-    expect(html).toContain("export_report");
-    const approved = await fetch(`${base}/device/approve`, {
-      method: "POST",
-      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        _csrf: formToken(html),
-        user_code: userCode,
-        review: /name="review" value="([^"]+)"/.exec(html)?.[1] as string,
-        action: "approve",
-      }).toString(),
-    });
+    const { review, approved } = await reviewAndApprove(base, cookie, formToken(entry), userCode);
+    expect(review).toContain("Demo agent");
+    expect(review).toContain("export_report");
     expect(approved.status).toBe(200);
     expect(await agent.exited).toBe(0);
     expect(agent.output.match(/export_report → .*"for":"demo-agent"/g)).toHaveLength(2);
@@ -305,23 +317,7 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
     const userCode = await printedCode(agent);
     const cookie = await signIn(base);
     const entry = await (await fetch(`${base}/device`, { headers: { cookie } })).text();
-    const html = await (
-      await fetch(`${base}/device`, {
-        method: "POST",
-        headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ _csrf: formToken(entry), user_code: userCode }).toString(),
-      })
-    ).text();
-    const approved = await fetch(`${base}/device/approve`, {
-      method: "POST",
-      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        _csrf: formToken(html),
-        user_code: userCode,
-        review: /name="review" value="([^"]+)"/.exec(html)?.[1] as string,
-        action: "approve",
-      }).toString(),
-    });
+    const { approved } = await reviewAndApprove(base, cookie, formToken(entry), userCode);
     expect(approved.status).toBe(200);
     expect(await agent.exited).toBe(0);
     expect(agent.output).toContain("(dpop token)");

@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { activeGrant } from "../../test/support/grants.ts";
 import { routes } from "../authz/routes.ts";
 import { match } from "../authz/rules.ts";
 import { newHandler } from "../chain/new-chain.ts";
@@ -78,22 +79,8 @@ async function setup(overrides: Partial<AgentAuthOptions> = {}): Promise<AgentAu
   });
 }
 
-async function grant(
-  agents: AgentAuth,
-  capabilities: string[],
-  principalId = "agent-1",
-): Promise<Grant> {
-  const created: Grant = {
-    grantId: `g-${Math.random().toString(36).slice(2)}`,
-    principalId,
-    status: "active",
-    capabilities,
-    approvedBy: "alice",
-    createdAt: t,
-    expiresAt: t + DAY,
-  };
-  await agents.runtime.grants.create(created);
-  return created;
+function grant(agents: AgentAuth, capabilities: string[], principalId = "agent-1"): Promise<Grant> {
+  return activeGrant(agents.runtime.grants, t, capabilities, principalId);
 }
 
 async function token(agents: AgentAuth, g: Grant, capabilities: string[], audience?: string) {

@@ -4,6 +4,7 @@
  * refuses at both, with the same answer and the same event.
  */
 import { beforeEach, describe, expect, it } from "vitest";
+import { activeGrant } from "../../test/support/grants.ts";
 import { generateKeySet, type KeySet } from "../jwt/keys.ts";
 import { MemoryClientStore } from "../oauth2/clients.ts";
 import { type AgentAuth, type AgentAuthOptions, agentAuth } from "./agent-auth.ts";
@@ -56,22 +57,12 @@ async function setup(overrides: Partial<AgentAuthOptions> = {}): Promise<AgentAu
   });
 }
 
-async function grant(
+function grant(
   agents: AgentAuth,
   capabilities = ["a", "remote"],
   principalId = "agent-1",
 ): Promise<Grant> {
-  const created: Grant = {
-    grantId: `g-${Math.random().toString(36).slice(2)}`,
-    principalId,
-    status: "active",
-    capabilities,
-    approvedBy: "alice",
-    createdAt: t,
-    expiresAt: t + DAY,
-  };
-  await agents.runtime.grants.create(created);
-  return created;
+  return activeGrant(agents.runtime.grants, t, capabilities, principalId);
 }
 
 /** A token for `place`, carrying what is used there unless told otherwise. */

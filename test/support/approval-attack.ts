@@ -125,13 +125,13 @@ export async function beginAgent(
   return (await answer.json()) as { user_code: string; device_code: string };
 }
 
-/** One poll of the token endpoint by the agent. */
-export async function pollAgent(
+/** One device-code poll of the token endpoint: its status and RFC 6749 body. */
+export async function pollToken(
   base: string,
   deviceCode: string,
-  clientId = "demo-agent",
-  secret = "demo-agent-secret",
-): Promise<Record<string, unknown>> {
+  clientId: string,
+  secret: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const answer = await fetch(`${base}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -142,7 +142,17 @@ export async function pollAgent(
       client_secret: secret,
     }).toString(),
   });
-  return (await answer.json()) as Record<string, unknown>;
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+}
+
+/** One poll of the token endpoint by the example's demo agent. */
+export async function pollAgent(
+  base: string,
+  deviceCode: string,
+  clientId = "demo-agent",
+  secret = "demo-agent-secret",
+): Promise<Record<string, unknown>> {
+  return (await pollToken(base, deviceCode, clientId, secret)).body;
 }
 
 /** The outcome of `count` attacker accounts each typing `perAccount` wrong codes. */
