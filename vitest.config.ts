@@ -6,5 +6,7 @@ export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 20_000,
+    // Packages that publish TypeScript under the "source" condition too: transformed, not loaded raw.
+    server: { deps: { inline: ["eventsource", "@modelcontextprotocol/client"] } },
   },
 });

@@ -33,9 +33,9 @@ const redis = redisForTests();
 const { pool } = postgresForTests("dpop");
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
 const ALGS = 'algs="ES256 EdDSA Ed25519"';
-/** The pointer to the execute URL's protected resource metadata, in its first challenge. */
+/** The pointer to the execute URL's protected resource metadata and its scopes, in its first challenge. */
 const metadataOf = (site: { base: string }) =>
-  `resource_metadata="${site.base}/.well-known/oauth-protected-resource/capability/execute"`;
+  `resource_metadata="${site.base}/.well-known/oauth-protected-resource/capability/execute", scope="read"`;
 
 let keys: KeySet;
 let es256: dpop.KeyPair;

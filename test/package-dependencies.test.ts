@@ -9,8 +9,10 @@ const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 };
 
-// The framework or engine an adapter or store plugs into: the application brings it.
+// The framework or engine an adapter or store plugs into: the application brings it. The MCP
+// SDK's server package is the protocol portcullis/mcp serves: one copy, the application's.
 const BROUGHT_BY_THE_APPLICATION = new Set([
+  "@modelcontextprotocol/server",
   "express",
   "fastify",
   "koa",

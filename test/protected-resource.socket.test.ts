@@ -217,7 +217,7 @@ describe("execute's 401 challenges", () => {
   it("without DPoP: Bearer naming the metadata, then AgentAuth; invalid_token once a token was presented", async () => {
     const s = await site();
     const discovery = `AgentAuth discovery="${s.base}/.well-known/agent-configuration"`;
-    const pointer = `resource_metadata="${s.metadata}"`;
+    const pointer = `resource_metadata="${s.metadata}", scope="read write"`;
     const anonymous = await execute(s.execute);
     expect(anonymous.status).toBe(401);
     expect(challengesOf(anonymous)).toEqual([`Bearer ${pointer}`, discovery]);
@@ -232,7 +232,7 @@ describe("execute's 401 challenges", () => {
   it("with DPoP accepted beside Bearer: Bearer naming the metadata, then DPoP, then AgentAuth", async () => {
     const s = await site({ dpop: {} });
     const discovery = `AgentAuth discovery="${s.base}/.well-known/agent-configuration"`;
-    const pointer = `resource_metadata="${s.metadata}"`;
+    const pointer = `resource_metadata="${s.metadata}", scope="read write"`;
     expect(challengesOf(await execute(s.execute))).toEqual([
       `Bearer ${pointer}`,
       `DPoP ${ALGS}`,
@@ -254,7 +254,7 @@ describe("execute's 401 challenges", () => {
   it("with DPoP required: the DPoP challenge comes first and names the metadata", async () => {
     const s = await site({ dpop: { required: true } });
     const discovery = `AgentAuth discovery="${s.base}/.well-known/agent-configuration"`;
-    const pointer = `resource_metadata="${s.metadata}"`;
+    const pointer = `resource_metadata="${s.metadata}", scope="read write"`;
     expect(challengesOf(await execute(s.execute))).toEqual([`DPoP ${ALGS}, ${pointer}`, discovery]);
     expect(challengesOf(await execute(s.execute, "Bearer not-a-token"))).toEqual([
       `DPoP error="invalid_token", ${ALGS}, ${pointer}`,
@@ -291,7 +291,7 @@ describe("the MCP SDK's client-side discovery", () => {
       const presented = await execute(s.execute, "Bearer not-a-token");
       expect(extractWWWAuthenticateParams(presented)).toEqual({
         resourceMetadataUrl: new URL(s.metadata),
-        scope: undefined,
+        scope: "read write",
         error: "invalid_token",
       });
       const discovered = await discoverOAuthProtectedResourceMetadata(s.execute, {

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 // the public, documented surface. core is the shared base: any room may import its files one by
 // one. Tests may reach inner files of the room they test.
 const SRC = join(import.meta.dirname, "..", "src");
-const CHECKED_ROOMS = ["agentauth", "oauth2", "jwt"];
+const CHECKED_ROOMS = ["mcp", "agentauth", "oauth2", "jwt"];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

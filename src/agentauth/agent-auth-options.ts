@@ -178,6 +178,15 @@ export interface AgentAuthOptions {
    */
   readonly dpop?: AgentDpopOptions;
   /**
+   * An MCP endpoint whose tools are the capabilities with a handler: the
+   * authorization server then mints tokens for it (`resource=<issuer><path>`)
+   * and its protected resource metadata is served. Serve the endpoint itself
+   * with `mcpEndpoint` from `portcullis/mcp`.
+   *
+   * @default none — no MCP resource
+   */
+  readonly mcp?: AgentMcpOptions;
+  /**
    * Told what happened: grants, tokens, executions, denials (ids only, never
    * a token). A listener that throws changes nothing.
    *
@@ -202,6 +211,43 @@ export interface AgentAuthOptions {
    * @default Date.now
    */
   readonly now?: () => number;
+}
+
+/**
+ * The MCP resource `agentAuth` mints tokens for (served by `mcpEndpoint` from `portcullis/mcp`).
+ *
+ * @example
+ * ```ts
+ * import type { AgentMcpOptions } from "portcullis/agentauth";
+ *
+ * // Clients ask for list_notes first, and step up to the other tools when a call needs them.
+ * const mcp: AgentMcpOptions = { path: "/mcp", scopes: ["list_notes"] };
+ * ```
+ */
+export interface AgentMcpOptions {
+  /**
+   * Where the endpoint is served, on the issuer's origin; its resource identifier is `<origin><path>`.
+   *
+   * @default "/mcp"
+   */
+  readonly path?: string;
+  /**
+   * The scopes its metadata and 401 challenges name, which MCP clients ask for
+   * first; a client steps up to the others when a call answers 403
+   * `insufficient_scope`. Each must be a tool (a capability with a handler).
+   *
+   * @default every tool
+   */
+  readonly scopes?: readonly string[];
+  /**
+   * Spend each token on its first request, as at the execute URL. Off, a
+   * token is reused until it expires (MCP clients send the same one on every
+   * message) and the grant is read again on every request, so a revocation
+   * holds from the next one.
+   *
+   * @default false
+   */
+  readonly singleUseBearer?: boolean;
 }
 
 export const DEFAULT_PATHS: Required<AgentAuthPaths> = {
@@ -231,6 +277,7 @@ const OPTION_NAMES = [
   "maxBodyBytes",
   "storeTimeoutMs",
   "dpop",
+  "mcp",
   "onEvent",
   "onStoreError",
   "onError",
@@ -256,6 +303,15 @@ export interface AgentAuthNumbers {
   readonly storeTimeoutMs: number;
   /** `dpop` checked, with the proof verifier and nonces it makes; absent when DPoP is off. */
   readonly dpop?: DpopSettings;
+  /** `mcp` checked; absent when there is no MCP resource. */
+  readonly mcp?: CheckedMcp;
+}
+
+/** `mcp` with its defaults; `scopes` are checked against the capabilities once they are built. */
+export interface CheckedMcp {
+  readonly path: string;
+  readonly scopes?: readonly string[];
+  readonly singleUseBearer: boolean;
 }
 
 const WHERE = "agentAuth";
@@ -280,8 +336,9 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
   }
   const callbacks = ["approvalResponse", "onEvent", "onStoreError", "onError", "now"];
   functionOptions(WHERE, options, callbacks);
-  agentAuthPaths(options.paths);
+  const paths = agentAuthPaths(options.paths);
   checkStores(options.stores);
+  const mcp = options.mcp === undefined ? undefined : checkMcp(options.mcp, paths);
   const dpop =
     options.dpop === undefined
       ? undefined
@@ -291,6 +348,7 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
         });
   return {
     ...(dpop === undefined ? {} : { dpop }),
+    ...(mcp === undefined ? {} : { mcp }),
     tokenTtlSeconds: integerOption(WHERE, "tokenTtlSeconds", options.tokenTtlSeconds, 120, 1, 3600),
     grantTtlSeconds: grantTtl(options.grantTtlSeconds),
     deviceCodeLifetimeSeconds: integerOption(
@@ -338,6 +396,33 @@ export function agentAuthPaths(paths: AgentAuthPaths | undefined): Required<Agen
         `${WHERE}: paths.${name} is where the execute URL's resource metadata is served`,
       );
   return out;
+}
+
+function checkMcp(mcp: AgentMcpOptions, paths: Required<AgentAuthPaths>): CheckedMcp {
+  if (typeof mcp !== "object" || mcp === null || Array.isArray(mcp))
+    throw new InvalidOptionsError(`${WHERE}: mcp must be an object`);
+  rejectUnknownKeys(`${WHERE}: mcp`, mcp, ["path", "scopes", "singleUseBearer"]);
+  const path = mcp.path ?? "/mcp";
+  mountPathOption(WHERE, "mcp.path", path);
+  const metadata = pathOfUrl(
+    protectedResourceMetadataUrl(new URL(path, "https://issuer.invalid").href),
+  );
+  for (const [name, value] of Object.entries(paths))
+    if (value === path || value === metadata)
+      throw new InvalidOptionsError(`${WHERE}: mcp.path and paths.${name} collide`);
+  const { scopes, singleUseBearer } = mcp;
+  if (
+    scopes !== undefined &&
+    (!Array.isArray(scopes) || scopes.length === 0 || scopes.some((s) => typeof s !== "string"))
+  )
+    throw new InvalidOptionsError(`${WHERE}: mcp.scopes must be a non-empty list of tool names`);
+  if (singleUseBearer !== undefined && typeof singleUseBearer !== "boolean")
+    throw new InvalidOptionsError(`${WHERE}: mcp.singleUseBearer must be a boolean`);
+  return {
+    path,
+    singleUseBearer: singleUseBearer ?? false,
+    ...(scopes === undefined ? {} : { scopes: Object.freeze([...scopes]) }),
+  };
 }
 
 function checkStores(stores: AgentAuthStores | undefined): void {

@@ -27,7 +27,7 @@ import {
 } from "./agent-auth-options.ts";
 import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
 import { type AgentApprovalLookup, agentApproveHandler } from "./approve.ts";
-import { CapabilityRegistry } from "./capabilities.ts";
+import { CapabilityRegistry, toolNames } from "./capabilities.ts";
 import { capabilitiesHandler } from "./capability-list.ts";
 import { discoveryHandler } from "./discovery.ts";
 import { type DpopSettings, spendProof } from "./dpop.ts";
@@ -35,6 +35,7 @@ import { executeHandler } from "./execute.ts";
 import { grantOperations } from "./grant-operations.ts";
 import { type Grant, MemoryGrantStore } from "./grants.ts";
 import { capabilityRefreshGrant, newAccessTokenIssuer } from "./issuer.ts";
+import { mcpSettings } from "./mcp-resource.ts";
 import { MemoryPendingRequestStore } from "./pending.ts";
 import type { RefreshRequest, RefreshResult } from "./refresh.ts";
 import { MemoryReplayStore } from "./replay.ts";
@@ -44,7 +45,12 @@ import { type AgentRuntime, emitter } from "./runtime.ts";
 import { capabilityTokens } from "./token.ts";
 import { agentError } from "./wire.ts";
 
-export type { AgentAuthOptions, AgentAuthPaths, AgentAuthStores } from "./agent-auth-options.ts";
+export type {
+  AgentAuthOptions,
+  AgentAuthPaths,
+  AgentAuthStores,
+  AgentMcpOptions,
+} from "./agent-auth-options.ts";
 
 export interface AgentAuth {
   /** Serves discovery, the capability list, execute and the OAuth endpoints; `undefined` for other paths. */
@@ -88,6 +94,8 @@ interface Setup {
   readonly url: (path: string) => string;
   /** Where the execute URL's protected resource metadata is served (RFC 9728 §3.1). */
   readonly executeMetadata: string;
+  /** The MCP resource and where its metadata is served, when there is one. */
+  readonly mcp?: { readonly url: string; readonly metadata: string };
   readonly report: (error: unknown) => void;
 }
 
@@ -109,6 +117,14 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     keys: options.keys ?? (await generateKeySet()),
     url,
     executeMetadata: protectedResourceMetadataUrl(url(paths.execute)),
+    ...(numbers.mcp === undefined
+      ? {}
+      : {
+          mcp: {
+            url: url(numbers.mcp.path),
+            metadata: protectedResourceMetadataUrl(url(numbers.mcp.path)),
+          },
+        }),
     report: options.onStoreError ?? throttledConsole("an agent store failed"),
   };
   const runtime = agentRuntime(setup);
@@ -120,8 +136,12 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     [setup.paths.execute, executeHandler(runtime, { maxBodyBytes: numbers.maxBodyBytes })],
     [pathOfUrl(setup.executeMetadata), executeMetadata(setup, runtime)],
   ]);
+  if (setup.mcp !== undefined)
+    byPath.set(pathOfUrl(setup.mcp.metadata), mcpMetadata(setup, runtime));
   const oauthPaths = new Set<string>(Object.values(oauth.paths));
-  // The same test as `route`: exactly the requests it serves authenticate themselves.
+  // The MCP endpoint authenticates itself too, though `mcpEndpoint` serves it.
+  if (setup.mcp !== undefined) oauthPaths.add(pathOfUrl(setup.mcp.url));
+  // The requests `route` serves, and the MCP endpoint: exactly these authenticate themselves.
   const serves = (request: Request) => {
     const path = pathOfUrl(request.url);
     return byPath.has(path) || oauthPaths.has(path);
@@ -162,7 +182,12 @@ function agentRuntime(setup: Setup): AgentRuntime {
     capabilities: url(paths.capabilities),
     execute: url(paths.execute),
     executeMetadata: setup.executeMetadata,
+    ...(setup.mcp === undefined ? {} : { mcp: setup.mcp.url, mcpMetadata: setup.mcp.metadata }),
   };
+  const registry =
+    options.capabilities instanceof CapabilityRegistry
+      ? options.capabilities
+      : new CapabilityRegistry(options.capabilities);
   const minted = capabilityTokens({
     keys,
     issuer,
@@ -177,10 +202,7 @@ function agentRuntime(setup: Setup): AgentRuntime {
     pending instanceof MemoryPendingRequestStore;
   return Object.freeze({
     urls,
-    registry:
-      options.capabilities instanceof CapabilityRegistry
-        ? options.capabilities
-        : new CapabilityRegistry(options.capabilities),
+    registry,
     tokens: restart?.tokens ?? minted,
     grants,
     replay,
@@ -197,6 +219,7 @@ function agentRuntime(setup: Setup): AgentRuntime {
     ...(restart === undefined ? {} : { predatesReplayStore: restart.predates }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
     ...(numbers.dpop === undefined ? {} : { dpop: numbers.dpop }),
+    ...(numbers.mcp === undefined ? {} : { mcp: mcpSettings(numbers.mcp, registry) }),
   });
 }
 
@@ -232,7 +255,10 @@ function agentOAuth(
     scopes: runtime.registry.all().map((capability) => capability.name),
     issueAccessToken: newAccessTokenIssuer(runtime, numbers.grantTtlSeconds),
     clientCredentials: capabilityRefreshGrant(runtime),
-    protectedResources: [runtime.urls.execute],
+    protectedResources: [
+      runtime.urls.execute,
+      ...(runtime.urls.mcp === undefined ? [] : [runtime.urls.mcp]),
+    ],
     paths: { deviceAuthorization: paths.deviceAuthorization, token: paths.token, jwks: paths.jwks },
     storeTimeoutMs: numbers.storeTimeoutMs,
     onDeviceAuthorization: recordPendingRequest(runtime),
@@ -294,15 +320,27 @@ function providerName({ options }: Setup): string {
  * the capabilities execute serves, and with DPoP on, its proof algorithms.
  */
 function executeMetadata(setup: Setup, runtime: AgentRuntime): Handler {
-  const executable = runtime.registry
-    .all()
-    .filter((capability) => capability.handler !== undefined && capability.location === undefined);
+  return resourceMetadata(setup, runtime, runtime.urls.execute, toolNames(runtime.registry));
+}
+
+/** The MCP endpoint's protected resource metadata: its scopes are the ones clients ask for first. */
+function mcpMetadata(setup: Setup, runtime: AgentRuntime): Handler {
+  const { urls, mcp } = runtime as Required<Pick<AgentRuntime, "mcp">> & AgentRuntime;
+  return resourceMetadata(setup, runtime, urls.mcp as string, mcp.scopes);
+}
+
+function resourceMetadata(
+  setup: Setup,
+  runtime: AgentRuntime,
+  resource: string,
+  scopes: readonly string[],
+): Handler {
   const { dpop } = runtime;
   return protectedResourceMetadataEndpoint(
     protectedResourceMetadata({
-      resource: runtime.urls.execute,
+      resource,
       authorizationServers: [setup.options.issuer],
-      scopes: executable.map((capability) => capability.name),
+      scopes,
       name: providerName(setup),
       ...(dpop === undefined
         ? {}

@@ -85,6 +85,22 @@ export class CapabilityRegistry {
   }
 }
 
+/**
+ * Whether a capability runs here (at the execute URL, and as an MCP tool):
+ * it has a handler, so it has no `location` of its own.
+ */
+export function isExecutable(capability: Capability): boolean {
+  return capability.handler !== undefined;
+}
+
+/** The names of the capabilities that run here, sorted. */
+export function toolNames(registry: CapabilityRegistry): readonly string[] {
+  return registry
+    .all()
+    .filter(isExecutable)
+    .map((capability) => capability.name);
+}
+
 /** Builds a registry; the same as `new CapabilityRegistry(definitions)`. */
 export function defineCapabilities(
   definitions: readonly CapabilityDefinition[],

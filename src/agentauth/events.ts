@@ -35,6 +35,8 @@ export type AgentEvent =
       readonly tokenId: string;
       readonly outcome: "ok" | "error";
       readonly durationMs: number;
+      /** `"mcp"` for a `tools/call` at the MCP endpoint; absent at the execute URL. */
+      readonly via?: "mcp";
     }
   | {
       readonly type: "execute.denied";
@@ -44,6 +46,8 @@ export type AgentEvent =
       readonly capability?: string;
       /** The capability location the token was presented at; absent at the execute URL. */
       readonly location?: string;
+      /** `"mcp"` at the MCP endpoint. */
+      readonly via?: "mcp";
     };
 
 export type AgentEventListener = (event: AgentEvent) => void;

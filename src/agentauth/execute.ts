@@ -2,13 +2,17 @@ import { readJsonBody } from "../core/body.ts";
 import type { Handler } from "../core/handler.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
-import { reportError } from "../core/problem.ts";
-import type { Capability, CapabilityHandler } from "./capabilities.ts";
+import {
+  checkArguments,
+  chooseCapability,
+  type Dispatchable,
+  invokeCapability,
+  refusalContext,
+} from "./capability-call.ts";
 import { withDpopNonce } from "./dpop.ts";
 import { agentFailure, openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import {
-  type AgentDenial,
   type AgentSession,
   INVALID_TOKEN,
   type OpenedSession,
@@ -90,18 +94,9 @@ async function dispatch(
   if (body instanceof Response) return refusedBody(runtime, opened.session, body);
   const chosen = chooseCapability(runtime, opened, body.capability);
   if ("error" in chosen) return refuseAgent(runtime, chosen, runtime.urls.execute);
-  const invalid = checkArguments(chosen, body, opened.session);
+  const invalid = checkArguments(chosen, body.arguments, opened.session);
   if (invalid !== undefined) return refuseAgent(runtime, invalid, runtime.urls.execute);
   return runCapability(runtime, request, chosen, body.arguments, opened);
-}
-
-/** The ids a refusal of `capability` for this session is told with. */
-function refusalContext(session: AgentSession, capability?: string) {
-  return {
-    principalId: session.principalId,
-    grantId: session.grantId,
-    ...(capability === undefined ? {} : { capability }),
-  };
 }
 
 function refusedBody(runtime: AgentRuntime, session: AgentSession, answer: Response): Response {
@@ -109,88 +104,17 @@ function refusedBody(runtime: AgentRuntime, session: AgentSession, answer: Respo
   return answer;
 }
 
-interface Dispatchable {
-  readonly capability: Capability;
-  readonly handler: CapabilityHandler;
-}
-
-/** The named capability, when it exists, is served here, and is in token ∩ grant. */
-function chooseCapability(
-  runtime: AgentRuntime,
-  { session, grant }: OpenedSession,
-  name: string,
-): Dispatchable | AgentDenial {
-  const context = refusalContext(session, name);
-  const capability = runtime.registry.get(name);
-  if (capability === undefined)
-    return { ...context, error: "capability_not_found", message: "no capability has this name" };
-  const { handler } = capability;
-  // Granted but served elsewhere: execute tokens never carry it, so say where it lives.
-  if (
-    (capability.location !== undefined || handler === undefined) &&
-    grant.capabilities.includes(name)
-  )
-    return {
-      ...context,
-      error: "wrong_location",
-      message: "this capability is served at its own location",
-      extra: { location: capability.location },
-    };
-  // (A capability without a handler was answered above whenever it is granted.)
-  if (!session.capabilities.includes(name) || handler === undefined)
-    return {
-      ...context,
-      error: "capability_not_granted",
-      message: "the capability is not granted",
-    };
-  return { capability, handler };
-}
-
-/** The arguments against the capability's input schema. */
-function checkArguments(
-  { capability }: Dispatchable,
-  body: ExecuteBody,
-  session: AgentSession,
-): AgentDenial | undefined {
-  const errors = capability.check(body.arguments);
-  if (errors.length === 0) return undefined;
-  return {
-    ...refusalContext(session, capability.name),
-    error: "invalid_request",
-    message: "the arguments do not match the input schema",
-    extra: { errors },
-  };
-}
-
-/** Calls the handler, telling listeners the outcome and how long it took. */
+/** Runs the capability and answers `200 {"data": ...}`, or a fixed 500 when the handler threw. */
 async function runCapability(
   runtime: AgentRuntime,
   request: Request,
-  { capability, handler }: Dispatchable,
+  chosen: Dispatchable,
   args: Readonly<Record<string, unknown>>,
   { session }: OpenedSession,
 ): Promise<Response> {
-  const started = performance.now();
-  const executed = (outcome: "ok" | "error") =>
-    runtime.emit({
-      type: "capability.executed",
-      principalId: session.principalId,
-      grantId: session.grantId,
-      capability: capability.name,
-      tokenId: session.tokenId,
-      outcome,
-      durationMs: performance.now() - started,
-    });
-  let data: unknown;
-  try {
-    data = await handler(args, session, request);
-  } catch (error) {
-    executed("error");
-    reportError(runtime.onError, error, request);
-    return agentError("internal_error", "the capability failed");
-  }
-  executed("ok");
-  return new Response(JSON.stringify({ data: data ?? null }), {
+  const outcome = await invokeCapability(runtime, request, chosen, args, session, "execute");
+  if (!outcome.ok) return agentError("internal_error", "the capability failed");
+  return new Response(JSON.stringify({ data: outcome.data }), {
     headers: { "content-type": "application/json", "cache-control": "no-store" },
   });
 }

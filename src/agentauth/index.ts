@@ -12,6 +12,7 @@ export {
   type AgentAuthOptions,
   type AgentAuthPaths,
   type AgentAuthStores,
+  type AgentMcpOptions,
   agentAuth,
 } from "./agent-auth.ts";
 export { type AgentCredentialsOptions, agentCredentials } from "./agent-credentials.ts";
@@ -46,6 +47,16 @@ export {
 } from "./grants.ts";
 export { capabilityRefreshGrant, newAccessTokenIssuer } from "./issuer.ts";
 export {
+  type McpTool,
+  type McpToolOutcome,
+  mcpResourceOf,
+  mcpScopeChallenge,
+  mcpToolCall,
+  mcpTools,
+  openMcpSession,
+  withMcpNonce,
+} from "./mcp-resource.ts";
+export {
   MemoryPendingRequestStore,
   type MemoryPendingRequestStoreOptions,
   type PendingRequest,
@@ -59,9 +70,14 @@ export {
 } from "./refresh.ts";
 export { MemoryReplayStore, type MemoryReplayStoreOptions, type ReplayStore } from "./replay.ts";
 export { AGENT_AUTHORITY, resolveSession } from "./resolve-session.ts";
-export { type AgentRuntime, type AgentUrls, emitter } from "./runtime.ts";
+export { type AgentRuntime, type AgentUrls, emitter, type McpSettings } from "./runtime.ts";
 export type { ArgumentError, JsonSchema } from "./schema.ts";
-export { AGENT_SESSION, type AgentSession, agentSessionFrom } from "./session.ts";
+export {
+  AGENT_SESSION,
+  type AgentSession,
+  agentSessionFrom,
+  type OpenedSession,
+} from "./session.ts";
 export {
   CAPABILITY_TOKEN_TYPE,
   type CapabilityClaims,

@@ -1,7 +1,7 @@
 import { randomToken } from "../core/encoding.ts";
 import type { AccessTokenIssuer, ClientCredentialsHandler } from "../oauth2/index.ts";
 import type { Grant } from "./grants.ts";
-import { refreshCapabilityToken, tokenTarget } from "./refresh.ts";
+import { refreshCapabilityToken, resourceTarget, tokenTarget } from "./refresh.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /**
@@ -21,7 +21,7 @@ export function newAccessTokenIssuer(
   runtime: AgentRuntime,
   grantTtlSeconds = 86_400,
 ): AccessTokenIssuer {
-  return async ({ client, subject, scope, approvedBy, userCodeHash, jkt }) => {
+  return async ({ client, subject, scope, approvedBy, userCodeHash, jkt, resource }) => {
     const now = runtime.now();
     if (subject !== client.clientId)
       return { error: "invalid_grant", description: "the approval was for another principal" };
@@ -34,6 +34,16 @@ export function newAccessTokenIssuer(
     )
       return { error: "invalid_grant", description: "the approved request is no longer pending" };
     const capabilities = pending.capabilities.filter((name) => runtime.registry.has(name));
+    // One audience per token: the one asked for, else where the grant's capabilities can be used.
+    const target =
+      resource === undefined
+        ? (tokenTarget(runtime.registry, capabilities, runtime.urls.execute) ?? {
+            audience: runtime.urls.execute,
+            capabilities,
+          })
+        : resourceTarget(runtime, capabilities, resource);
+    if (target === undefined)
+      return { error: "invalid_target", description: "nothing asked for is served at resource" };
     let grant: Grant = {
       grantId: pending.grantId ?? randomToken(16),
       principalId: subject,
@@ -63,11 +73,6 @@ export function newAccessTokenIssuer(
       grant = made;
     }
     await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
-    // One audience per token: the first is for where the grant's capabilities can be used.
-    const target = tokenTarget(runtime.registry, grant.capabilities, runtime.urls.execute) ?? {
-      audience: runtime.urls.execute,
-      capabilities: grant.capabilities,
-    };
     const minted = await runtime.tokens.mint({
       principalId: subject,
       grantId: grant.grantId,

@@ -1,5 +1,5 @@
 import type { ContextSource } from "../core/context.ts";
-import type { CapabilityRegistry } from "./capabilities.ts";
+import { type CapabilityRegistry, isExecutable } from "./capabilities.ts";
 import { effectiveStatus, type Grant, type GrantStore } from "./grants.ts";
 import type { CapabilityTokens, MintedToken } from "./token.ts";
 
@@ -7,6 +7,8 @@ import type { CapabilityTokens, MintedToken } from "./token.ts";
 export interface RefreshTokenConfig {
   readonly tokens: CapabilityTokens;
   readonly registry: CapabilityRegistry;
+  /** The MCP endpoint, when tokens may be minted for it (`AgentRuntime` carries it). */
+  readonly urls?: { readonly mcp?: string };
 }
 
 /** A narrower token than the grant allows, if wanted. */
@@ -18,8 +20,10 @@ export interface RefreshRequest {
    */
   readonly capabilities?: readonly string[];
   /**
-   * The execute URL or the `location` of a granted capability; the token
-   * carries only the capabilities served there.
+   * The execute URL, the MCP endpoint, or the `location` of a granted
+   * capability; the token carries only the capabilities served there. For
+   * the MCP endpoint it carries what was asked ∩ the grant ∩ the tools, as
+   * MCP clients ask for every scope the resource names.
    *
    * @default the execute URL when any capability asked for is served there, else the location of the first
    */
@@ -82,10 +86,18 @@ export async function refreshCapabilityToken(
     (grant) => grant.principalId === principalId && effectiveStatus(grant, now) === "active",
   );
   if (active.length === 0) return { ok: false, reason: "no_active_grant" };
-  const covering = active.filter(
-    (candidate) =>
-      wanted === undefined || wanted.every((name) => candidate.capabilities.includes(name)),
-  );
+  const forTools = request.audience !== undefined && request.audience === tokenConfig.urls?.mcp;
+  // What each grant would give: all that was asked (or, for MCP, the tools of it the grant holds).
+  const given = (grant: Grant): readonly string[] | undefined => {
+    const asked = wanted ?? grant.capabilities;
+    if (!forTools)
+      return asked.every((name) => grant.capabilities.includes(name)) ? asked : undefined;
+    const held = asked.filter(
+      (name) => grant.capabilities.includes(name) && isTool(registry, name),
+    );
+    return held.length === 0 ? undefined : held;
+  };
+  const covering = active.filter((candidate) => given(candidate) !== undefined);
   if (covering.length === 0) return { ok: false, reason: "capability_not_granted" };
   // A grant bound to a key mints only for that key: a leaked client secret alone mints nothing.
   const grant = covering.find(
@@ -97,12 +109,11 @@ export async function refreshCapabilityToken(
       reason: request.jkt === undefined ? "dpop_proof_required" : "bound_to_another_key",
     };
   const jkt = grant.jkt ?? request.jkt;
-  const target = tokenTarget(
-    registry,
-    wanted ?? grant.capabilities,
-    tokens.executeUrl,
-    request.audience,
-  );
+  const asked = given(grant) as readonly string[];
+  const target =
+    request.audience === undefined
+      ? tokenTarget(registry, asked, tokens.executeUrl)
+      : resourceTarget(tokenConfig, asked, request.audience);
   if (target === undefined) return { ok: false, reason: "invalid_audience" };
   const { capabilities, audience } = target;
   const token = await tokens.mint({
@@ -140,4 +151,25 @@ export function tokenTarget(
   // An empty set names nothing: a token for the execute URL (then refused at use) as before.
   if (carried.length === 0 && capabilities.length > 0) return undefined;
   return { audience: target, capabilities: carried };
+}
+
+/**
+ * The token for `resource` from `capabilities`: at the MCP endpoint the tools
+ * among them, elsewhere those served there (`tokenTarget`); `undefined` when
+ * none is.
+ */
+export function resourceTarget(
+  config: RefreshTokenConfig,
+  capabilities: readonly string[],
+  resource: string,
+): { readonly audience: string; readonly capabilities: readonly string[] } | undefined {
+  if (resource !== config.urls?.mcp)
+    return tokenTarget(config.registry, capabilities, config.tokens.executeUrl, resource);
+  const tools = capabilities.filter((name) => isTool(config.registry, name));
+  return tools.length === 0 ? undefined : { audience: resource, capabilities: tools };
+}
+
+function isTool(registry: CapabilityRegistry, name: string): boolean {
+  const capability = registry.get(name);
+  return capability !== undefined && isExecutable(capability);
 }

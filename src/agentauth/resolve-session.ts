@@ -7,6 +7,7 @@ import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
+import { toolNames } from "./capabilities.ts";
 import { dpopChallenge, dpopCheck, withDpopNonce } from "./dpop.ts";
 import type { AgentRuntime } from "./runtime.ts";
 import {
@@ -19,6 +20,7 @@ import {
   openAgentSession,
   presentedToken,
   TOKEN_REQUIRED,
+  type TokenUse,
 } from "./session.ts";
 import { CAPABILITY_TOKEN_TYPE } from "./token.ts";
 import { agentError, agentRefusal, type ChallengeTargets } from "./wire.ts";
@@ -65,6 +67,7 @@ export async function openRequestSession(
   token: string,
   audience: string,
   steps: OpenSessionSteps = {},
+  use: TokenUse = "single",
 ): Promise<OpenedSession | Response> {
   const dpop = runtime.dpop;
   // The proof is checked before the token's jti is consumed, and its own jti spent after.
@@ -80,7 +83,7 @@ export async function openRequestSession(
         };
   let opened: OpenedSession | AgentDenial;
   try {
-    opened = await openAgentSession(runtime, token, audience, checked);
+    opened = await openAgentSession(runtime, token, audience, checked, use);
   } catch (error) {
     return withDpopNonce(runtime, request, agentFailure(runtime, error, request));
   }
@@ -104,8 +107,7 @@ export function refuseAgent(
 
 /**
  * The answer to a denial at `audience`, with the DPoP challenge and nonce
- * where DPoP is on. Only the execute URL has protected resource metadata to
- * point to; a capability's own location is the application's resource.
+ * where DPoP is on.
  */
 async function denialAnswer(
   runtime: AgentRuntime,
@@ -113,14 +115,34 @@ async function denialAnswer(
   audience: string,
   request: Request | undefined,
 ): Promise<Response> {
-  const { urls, dpop } = runtime;
-  const targets: ChallengeTargets =
-    audience === urls.execute && urls.executeMetadata !== undefined
-      ? { discovery: urls.discovery, resourceMetadata: urls.executeMetadata }
-      : { discovery: urls.discovery };
+  const { dpop } = runtime;
+  const targets = challengeTargets(runtime, audience);
   if (dpop === undefined) return agentRefusal(denial, targets);
   const answer = agentRefusal(denial, targets, await dpopChallenge(dpop, request, denial));
   return request === undefined ? answer : withDpopNonce(runtime, request, answer);
+}
+
+/**
+ * Where a 401 at `audience` sends the agent: discovery, and for the execute
+ * URL and the MCP endpoint, their protected resource metadata and the scopes
+ * to ask for. A capability's own location is the application's resource,
+ * with no metadata of ours to point to.
+ */
+function challengeTargets(runtime: AgentRuntime, audience: string): ChallengeTargets {
+  const { urls } = runtime;
+  if (audience === urls.execute && urls.executeMetadata !== undefined)
+    return {
+      discovery: urls.discovery,
+      resourceMetadata: urls.executeMetadata,
+      scope: toolNames(runtime.registry).join(" "),
+    };
+  if (audience === urls.mcp && urls.mcpMetadata !== undefined && runtime.mcp !== undefined)
+    return {
+      discovery: urls.discovery,
+      resourceMetadata: urls.mcpMetadata,
+      scope: runtime.mcp.scopes.join(" "),
+    };
+  return { discovery: urls.discovery };
 }
 
 /** The answer when a store or the code behind failed: 503 to retry, or 500 reported. */

@@ -18,6 +18,10 @@ export interface AgentUrls {
    * execute's 401s name it. `agentAuth` sets it; absent, they name none.
    */
   readonly executeMetadata?: string;
+  /** The MCP endpoint (`agentAuth`'s `mcp` option): a resource whose tools are the capabilities. */
+  readonly mcp?: string;
+  /** Where the MCP endpoint's protected resource metadata is served. */
+  readonly mcpMetadata?: string;
 }
 
 /** What the agent handlers share; built once by `agentAuth`, or by hand. */
@@ -46,6 +50,16 @@ export interface AgentRuntime {
    * bearer tokens and a DPoP-bound one is refused.
    */
   readonly dpop?: DpopSettings;
+  /** How the MCP endpoint takes tokens; absent when `agentAuth` serves none. */
+  readonly mcp?: McpSettings;
+}
+
+/** The MCP resource's rules, checked (`agentAuth`'s `mcp` option). */
+export interface McpSettings {
+  /** The scopes its metadata and 401 challenges name: what a client asks for first. */
+  readonly scopes: readonly string[];
+  /** Each token is spent on its first request, as at the execute URL. */
+  readonly singleUseBearer: boolean;
 }
 
 /** Calls the listener, never letting it change the answer. */

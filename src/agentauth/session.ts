@@ -63,9 +63,10 @@ export interface OpenSessionSteps {
    */
   readonly beforeConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
   /**
-   * Runs once the token's `jti` is consumed by this request: what is recorded
-   * here (a proof's `jti`) is recorded only for a token that was still unspent,
-   * so a spent token cannot be replayed to fill the replay store.
+   * Runs once the token's `jti` is consumed by this request (for a reusable
+   * token, once it verified): what is recorded here (a proof's `jti`) is
+   * recorded only for a token that was still good, so a spent token cannot be
+   * replayed to fill the replay store.
    */
   readonly afterConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
 }
@@ -74,13 +75,21 @@ export interface OpenSessionSteps {
 const NOT_GRANTED = "the capability is not granted";
 
 /**
+ * How a token is used where it is presented: spent on its first request (the
+ * execute URL, a capability's location), or reused until it expires (the MCP
+ * endpoint, whose clients send one token with every message).
+ */
+export type TokenUse = "single" | "reusable";
+
+/**
  * The one path from a capability token to an `AgentSession`, for every place
- * a token is presented (the execute URL, a capability's own location): verify
- * it for `audience`, consume its `jti` (a replay, or a token older than a
- * process-local replay store, is refused), load its grant, require the grant
- * the token's subject's, active and unexpired, and at least one capability in
- * token ∩ grant. Every denial is emitted as an `execute.denied` event (with
- * `location` when `audience` is not the execute URL). A store failure throws
+ * a token is presented (the execute URL, a capability's own location, the MCP
+ * endpoint): verify it for `audience`, consume its `jti` unless it is
+ * reusable there (a replay, or a token older than a process-local replay
+ * store, is refused), load its grant, require the grant the token's subject's,
+ * active and unexpired, and at least one capability in token ∩ grant. Every
+ * denial is emitted as an `execute.denied` event (with `location` or `via`
+ * when `audience` is not the execute URL). A store failure throws
  * (`StoreUnavailableError` and others) for the caller to answer.
  */
 export async function openAgentSession(
@@ -88,8 +97,9 @@ export async function openAgentSession(
   token: string,
   audience: string,
   steps: OpenSessionSteps = {},
+  use: TokenUse = "single",
 ): Promise<OpenedSession | AgentDenial> {
-  const opened = await openSteps(runtime, token, audience, steps);
+  const opened = await openSteps(runtime, token, audience, steps, use);
   if (isDenial(opened)) emitDenial(runtime, opened, audience);
   return opened;
 }
@@ -99,6 +109,7 @@ async function openSteps(
   token: string,
   audience: string,
   steps: OpenSessionSteps,
+  use: TokenUse,
 ): Promise<OpenedSession | AgentDenial> {
   const claims = await verifyToken(runtime, token, audience);
   if (claims === undefined) return INVALID_TOKEN;
@@ -116,7 +127,7 @@ async function openSteps(
   // The clock is read once the token verifies: the grant is judged at that moment.
   const now = runtime.now();
   // Single use: the first presentation consumes the token, whatever follows.
-  if (!(await consumeTokenId(runtime, claims)))
+  if (use === "single" && !(await consumeTokenId(runtime, claims)))
     return { error: "invalid_jwt", message: "the capability token was already used", ...who };
   const late = await steps.afterConsume?.(claims);
   if (late !== undefined) return late;
@@ -173,15 +184,23 @@ export function isDenial(opened: OpenedSession | AgentDenial): opened is AgentDe
   return !("session" in opened);
 }
 
-/** Tells listeners of a denial at `audience`; the execute URL's events carry no location. */
+/**
+ * Tells listeners of a denial at `audience`: the execute URL's events carry
+ * no location, the MCP endpoint's say `via: "mcp"`, a location's name it.
+ */
 export function emitDenial(runtime: AgentRuntime, denial: AgentDenial, audience: string): void {
+  const { urls } = runtime;
   runtime.emit({
     type: "execute.denied",
     error: denial.error,
     ...(denial.principalId === undefined ? {} : { principalId: denial.principalId }),
     ...(denial.grantId === undefined ? {} : { grantId: denial.grantId }),
     ...(denial.capability === undefined ? {} : { capability: denial.capability }),
-    ...(audience === runtime.urls.execute ? {} : { location: audience }),
+    ...(audience === urls.execute
+      ? {}
+      : audience === urls.mcp
+        ? { via: "mcp" as const }
+        : { location: audience }),
   });
 }
 

@@ -59,6 +59,8 @@ const CHALLENGE_ERROR: Partial<Record<AgentErrorCode, string>> = {
 export interface ChallengeTargets {
   readonly discovery: string;
   readonly resourceMetadata?: string;
+  /** The scopes to ask for (RFC 6750 §3 `scope`), space-separated; named beside the metadata. */
+  readonly scope?: string;
 }
 
 /**
@@ -78,7 +80,12 @@ export function agentChallenges(
   const pointer =
     targets.resourceMetadata === undefined
       ? []
-      : [`resource_metadata="${targets.resourceMetadata}"`];
+      : [
+          `resource_metadata="${targets.resourceMetadata}"`,
+          ...(targets.scope === undefined || targets.scope === ""
+            ? []
+            : [`scope="${targets.scope}"`]),
+        ];
   const challenge = (scheme: string, params: readonly string[]) =>
     params.length === 0 ? scheme : `${scheme} ${params.join(", ")}`;
   const named = invalidToken

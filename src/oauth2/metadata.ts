@@ -125,14 +125,18 @@ export function protectedResourceMetadataUrl(resource: string): string {
 
 const READ_METHODS = ["GET", "HEAD"];
 
-/** `GET` the metadata document; it changes only with the configuration, so caches may keep it an hour. */
+/**
+ * `GET` the metadata document; it changes only with the configuration, so
+ * caches may keep it an hour, and any page may read it (a browser-based
+ * client discovers from its own origin).
+ */
 export function metadataEndpoint(metadata: AuthorizationServerMetadata): Handler {
-  return publishedDocument(JSON.stringify(metadata), "application/json", 3600);
+  return publishedDocument(JSON.stringify(metadata), "application/json", 3600, true);
 }
 
-/** `GET` an RFC 9728 document; like RFC 8414 metadata, it changes only with the configuration. */
+/** `GET` an RFC 9728 document; like RFC 8414 metadata, public and readable from any origin. */
 export function protectedResourceMetadataEndpoint(metadata: ProtectedResourceMetadata): Handler {
-  return publishedDocument(JSON.stringify(metadata), "application/json", 3600);
+  return publishedDocument(JSON.stringify(metadata), "application/json", 3600, true);
 }
 
 /** `GET` the JWKS of `keys`, read each time so a rotation shows within the cache lifetime. */
@@ -144,13 +148,19 @@ function publishedDocument(
   body: string | (() => string),
   contentType: string,
   maxAgeSeconds: number,
+  anyOrigin = false,
 ): Handler {
   return async (request) => {
     const refused = refuseOtherMethods(request, READ_METHODS);
     if (refused !== undefined) return refused;
     const text = request.method === "HEAD" ? null : typeof body === "string" ? body : body();
     return new Response(text, {
-      headers: { "content-type": contentType, "cache-control": `public, max-age=${maxAgeSeconds}` },
+      headers: {
+        "content-type": contentType,
+        "cache-control": `public, max-age=${maxAgeSeconds}`,
+        // Configuration only, no credentials: nothing a page could not learn otherwise.
+        ...(anyOrigin ? { "access-control-allow-origin": "*" } : {}),
+      },
     });
   };
 }

@@ -41,6 +41,8 @@ export interface DeviceGrant {
   readonly userCodeHash: string;
   /** The RFC 7638 thumbprint of the key the poll's DPoP proof was made with, if it carried one. */
   readonly jkt?: string;
+  /** RFC 8707 `resource` of the poll: one of the server's `protectedResources`, if named. */
+  readonly resource?: string;
 }
 
 /** Mints the token for an approved device authorization, or refuses with an OAuth error. */
@@ -167,9 +169,11 @@ export interface AuthorizationServerOptions {
   readonly dpop?: TokenEndpointDpop;
   /**
    * The protected resources (absolute URLs) whose tokens this server issues,
-   * published as the metadata's `protected_resources` (RFC 9728 §4).
+   * published as the metadata's `protected_resources` (RFC 9728 §4); a
+   * device-code poll may name one of them as `resource` (RFC 8707), any other
+   * is `invalid_target`.
    *
-   * @default none — the metadata names no resource
+   * @default none — the metadata names no resource, and a poll may name none
    */
   readonly protectedResources?: readonly string[];
   /**

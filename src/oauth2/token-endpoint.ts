@@ -108,10 +108,15 @@ async function withNonce(
   return response;
 }
 
-function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings): TokenGrant {
+function deviceCodeGrant(settings: ServerSettings): TokenGrant {
+  const { service, issueAccessToken, onError, protectedResources = [] } = settings;
   return async ({ params, client, request }, proof) => {
     const deviceCode = params.get("device_code");
     if (deviceCode === undefined) return oauthError("invalid_request", "device_code is missing");
+    // Checked before the poll: a refused resource spends no approval.
+    const resource = params.get("resource");
+    if (resource !== undefined && !(isResource(resource) && protectedResources.includes(resource)))
+      return oauthError("invalid_target", "resource is not a protected resource of this server");
     const result = await service.poll(deviceCode, client.clientId);
     if (result.outcome !== "approved") return pollRefusal(result);
     const jkt = proof?.jkt;
@@ -129,6 +134,7 @@ function deviceCodeGrant({ service, issueAccessToken, onError }: ServerSettings)
         approvedBy: result.approvedBy,
         userCodeHash: result.userCodeHash,
         ...(jkt === undefined ? {} : { jkt }),
+        ...(resource === undefined ? {} : { resource }),
       });
     } catch (error) {
       // The poll spent the approval; put it back so the retry the 503 invites can succeed.

@@ -1,0 +1,253 @@
+import {
+  type AuthInfo,
+  type CallToolResult,
+  createMcpHandler,
+  fromJsonSchema,
+  type jsonSchemaValidator,
+  McpServer,
+  type McpServerFactory,
+} from "@modelcontextprotocol/server";
+import {
+  type AgentAuth,
+  type AgentRuntime,
+  type McpTool,
+  type McpToolOutcome,
+  mcpResourceOf,
+  mcpScopeChallenge,
+  mcpToolCall,
+  mcpTools,
+  type OpenedSession,
+  openMcpSession,
+  withMcpNonce,
+} from "../agentauth/index.ts";
+import { InvalidOptionsError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
+import { parseOrigin } from "../core/origin.ts";
+import { pathOfUrl } from "../core/path.ts";
+import { reportError } from "../core/problem.ts";
+
+/**
+ * Options of `mcpEndpoint`.
+ *
+ * @example
+ * ```ts
+ * const mcp = mcpEndpoint(agents, {
+ *   allowedOrigins: ["https://notes.example.com"],
+ *   name: "notes",
+ *   version: "1.4.0",
+ * });
+ * ```
+ */
+export interface McpEndpointOptions {
+  /**
+   * Origins whose pages may call the endpoint (`scheme://host[:port]`). A
+   * request with any other `Origin` is refused 403 (Streamable HTTP requires
+   * the check, against DNS rebinding); one with none (no browser) goes on.
+   *
+   * @default the issuer's origin only
+   */
+  readonly allowedOrigins?: readonly string[];
+  /**
+   * The server's name in MCP's `serverInfo`.
+   *
+   * @default the issuer's host
+   */
+  readonly name?: string;
+  /**
+   * The server's version in MCP's `serverInfo`.
+   *
+   * @default "1.0.0"
+   */
+  readonly version?: string;
+  /**
+   * Largest request body, in bytes (256 or more; 413 beyond).
+   *
+   * @default 65_536
+   */
+  readonly maxBodyBytes?: number;
+}
+
+/** The MCP endpoint, served on its own or in front of the agent endpoints. */
+export interface McpEndpoint {
+  /** The MCP endpoint; `undefined` for other paths, which `agents.route` then answers. */
+  readonly route: (request: Request) => Promise<Response | undefined>;
+  /** The MCP endpoint alone, whatever the path. */
+  readonly handler: Handler;
+  /** The endpoint's path and URL (its resource identifier). */
+  readonly path: string;
+  readonly url: string;
+  /** Ends in-flight exchanges. */
+  close(): Promise<void>;
+}
+
+// Arguments are checked by the capability's own validator in `mcpToolCall`, with its events;
+// the schema given to the MCP server is for `tools/list` only.
+const PUBLISH_ONLY: jsonSchemaValidator = {
+  getValidator: () => (input: unknown) => ({
+    valid: true,
+    data: input as never,
+    errorMessage: undefined,
+  }),
+};
+
+const FAILED = "the capability failed";
+
+/**
+ * An MCP endpoint (Streamable HTTP, stateless, both protocol eras) whose tools
+ * are the capabilities of `agents` with a handler. Portcullis authenticates
+ * every request (the capability token for the MCP audience, its DPoP proof,
+ * the grant read again) and decides every `tools/call` (token ∩ grant, the
+ * arguments against the input schema); the MCP SDK speaks the protocol.
+ * Declare the resource with `agentAuth`'s `mcp` option first.
+ */
+export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
+  const runtime = agents.runtime;
+  const { url } = mcpResourceOf(runtime);
+  const settings = checkOptions(runtime, options);
+  const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
+  const opened = new WeakMap<AuthInfo, OpenedSession>();
+  const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
+    const session = authInfo === undefined ? undefined : opened.get(authInfo);
+    const server = new McpServer(
+      { name: settings.name, version: settings.version },
+      { capabilities: { tools: {} } },
+    );
+    for (const { tool, config } of tools)
+      server.registerTool(
+        tool.name,
+        {
+          ...config,
+          // The MCP step-up: outside token ∩ grant, 403 insufficient_scope before the tool runs.
+          scopeChallenge: () => {
+            if (session === undefined) return undefined;
+            const scopes = mcpScopeChallenge(runtime, session, tool.name);
+            return scopes === undefined ? undefined : { scopes };
+          },
+        },
+        async (args: unknown) =>
+          session === undefined || requestInfo === undefined
+            ? toolError(FAILED)
+            : toolResult(tool, await mcpToolCall(runtime, session, tool.name, args, requestInfo)),
+      );
+    return server;
+  };
+  const sdk = createMcpHandler(factory, {
+    maxRequestBodySize: settings.maxBodyBytes,
+    responseMode: "json",
+    onerror: () => {},
+  });
+  const path = pathOfUrl(url);
+  const handler: Handler = async (request) => {
+    const origin = request.headers.get("origin");
+    if (origin !== null && !settings.origins.has(origin)) return forbiddenOrigin();
+    const session = await openMcpSession(runtime, request);
+    if (session instanceof Response) return session;
+    const authInfo: AuthInfo = {
+      token: session.claims.jti,
+      clientId: session.session.principalId,
+      scopes: [...session.session.capabilities],
+      expiresAt: session.session.expiresAt,
+      resource: new URL(url),
+      resourceMetadataUrl: mcpResourceOf(runtime).metadataUrl,
+    };
+    opened.set(authInfo, session);
+    let answer: Response;
+    try {
+      answer = await sdk.fetch(request, { authInfo });
+    } catch (error) {
+      reportError(runtime.onError, error, request);
+      answer = jsonRpcError(500, -32603, "the request could not be completed");
+    }
+    return withMcpNonce(runtime, request, answer);
+  };
+  return Object.freeze({
+    route: async (request: Request) =>
+      pathOfUrl(request.url) === path ? handler(request) : agents.route(request),
+    handler,
+    path,
+    url,
+    close: () => sdk.close(),
+  });
+}
+
+interface Settings {
+  readonly origins: ReadonlySet<string>;
+  readonly name: string;
+  readonly version: string;
+  readonly maxBodyBytes: number;
+}
+
+const WHERE = "mcpEndpoint";
+
+function checkOptions(runtime: AgentRuntime, options: McpEndpointOptions): Settings {
+  rejectUnknownKeys(WHERE, options, ["allowedOrigins", "name", "version", "maxBodyBytes"]);
+  const issuer = new URL(runtime.urls.issuer);
+  const allowed = options.allowedOrigins ?? [issuer.origin];
+  if (!Array.isArray(allowed))
+    throw new InvalidOptionsError(`${WHERE}: allowedOrigins must be a list of origins`);
+  for (const name of ["name", "version"] as const) {
+    const value = options[name];
+    if (value !== undefined && (typeof value !== "string" || value === ""))
+      throw new InvalidOptionsError(`${WHERE}: ${name} must be a non-empty string`);
+  }
+  return {
+    origins: new Set(
+      allowed.map((origin, index) => parseOrigin(`${WHERE}: allowedOrigins[${index}]`, origin)),
+    ),
+    name: options.name ?? issuer.host,
+    version: options.version ?? "1.0.0",
+    maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 65_536, 256),
+  };
+}
+
+function toolConfig(tool: McpTool) {
+  return {
+    description: tool.description,
+    inputSchema: fromJsonSchema(tool.inputSchema as never, PUBLISH_ONLY),
+    ...(tool.outputSchema === undefined
+      ? {}
+      : { outputSchema: fromJsonSchema(tool.outputSchema as never, PUBLISH_ONLY) }),
+  };
+}
+
+/** A tool's outcome as MCP's result: bad arguments and failures are tool errors, for the model. */
+function toolResult(tool: McpTool, outcome: McpToolOutcome): CallToolResult {
+  switch (outcome.outcome) {
+    case "ok": {
+      const { data } = outcome;
+      const structured =
+        tool.outputSchema !== undefined &&
+        typeof data === "object" &&
+        data !== null &&
+        !Array.isArray(data);
+      return {
+        content: [{ type: "text", text: JSON.stringify(data) }],
+        ...(structured ? { structuredContent: data as Record<string, unknown> } : {}),
+      };
+    }
+    case "invalid_arguments":
+      return toolError(
+        `the arguments do not match the input schema: ${outcome.messages.join("; ")}`,
+      );
+    case "failed":
+      return toolError(FAILED);
+    case "refused":
+      return toolError(outcome.message);
+  }
+}
+
+function toolError(text: string): CallToolResult {
+  return { isError: true, content: [{ type: "text", text }] };
+}
+
+function forbiddenOrigin(): Response {
+  return jsonRpcError(403, -32000, "this origin may not call the MCP endpoint");
+}
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json", "cache-control": "no-store" },
+  });
+}
