@@ -8,12 +8,7 @@
  * its budget stops and reports the cost per operation of what it did.
  */
 import MemoryStoreModule from "express-session";
-import {
-  MemoryLoginAttemptStore,
-  MemoryRateLimitStore,
-  MemorySessionStore,
-  type RateLimitPolicy,
-} from "portcullis";
+import { MemoryLoginAttemptStore, MemoryRateLimitStore, MemorySessionStore } from "portcullis";
 import {
   type Grant,
   MemoryGrantStore,
@@ -49,7 +44,7 @@ interface StoreUnderTest {
 const swallow = (result: unknown): unknown =>
   result instanceof Promise ? result.catch(() => undefined) : result;
 
-const policy: RateLimitPolicy = { algorithm: "fixed-window", limit: 100, windowMs: LIFETIME };
+const policy = { algorithm: "fixed-window", limit: 100, windowMs: LIFETIME } as const;
 
 function deviceRecord(client: string, i: number, now: number): DeviceCodeRecord {
   return {
