@@ -7,7 +7,7 @@ import { schemaBenchmarks } from "./schema.ts";
 import { overSocket } from "./socket.ts";
 
 console.log(`portcullis benchmarks — node ${process.version}, ${new Date().toISOString()}`);
-// BENCH_ONLY=agents runs only the capability-token benchmarks.
+// BENCH_ONLY=agents runs only the capability-token benchmarks, BENCH_ONLY=stores the memory stores.
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "chain") await inProcess();
 if (only === undefined || only === "schema") schemaBenchmarks();
@@ -15,7 +15,6 @@ if (only === undefined || only === "agents") {
   await agentBenchmarks();
   await dpopBenchmarks();
   await storeBenchmarks();
-  await memoryStoreBenchmarks();
   // In a child process: @hono/node-server's classes would replace this one's globals.
   execFileSync(
     process.execPath,
@@ -25,5 +24,6 @@ if (only === undefined || only === "agents") {
     },
   );
 }
+if (only === undefined || only === "agents" || only === "stores") await memoryStoreBenchmarks();
 if ((only === undefined || only === "socket") && process.env.BENCH_SKIP_SOCKET !== "1")
   await overSocket();

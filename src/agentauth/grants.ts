@@ -1,3 +1,4 @@
+import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 export type GrantStatus = "active" | "revoked" | "expired";
@@ -89,9 +90,18 @@ export interface MemoryGrantStoreOptions {
   readonly maxEntries?: number;
 }
 
-/** Process-local grants: revocation holds only within this process. */
+/**
+ * Process-local grants: revocation holds only within this process. A call
+ * costs O(log n) in the grants held; a list, O(k log k) in the grants it answers.
+ */
 export class MemoryGrantStore implements GrantStore {
   readonly #grants = new Map<string, Grant>();
+  // Each agent's and each approver's grant ids, in creation order.
+  readonly #byPrincipal = new Map<string, Set<string>>();
+  readonly #byApprover = new Map<string, Set<string>>();
+  // What a full store may drop: grants by expiry, and the revoked.
+  readonly #expiry = new ExpiryQueue<string>();
+  readonly #revoked = new Set<string>();
   readonly #max: number;
 
   constructor(options: MemoryGrantStoreOptions = {}) {
@@ -104,6 +114,13 @@ export class MemoryGrantStore implements GrantStore {
     if (this.#grants.size >= this.#max) this.#sweep(grant.createdAt);
     if (this.#grants.size >= this.#max) throw new Error("the grant store is full");
     this.#grants.set(grant.grantId, freeze(grant));
+    add(this.#byPrincipal, grant.principalId, grant.grantId);
+    add(this.#byApprover, grant.approvedBy, grant.grantId);
+    this.#expiry.push(grant.grantId, grant.expiresAt);
+    if (grant.status !== "active") this.#revoked.add(grant.grantId);
+    // Revoked grants that left keep their entries until they expire: shed them before they outnumber the held.
+    if (this.#expiry.size > 2 * this.#grants.size + 64)
+      this.#expiry.retain((id, at) => this.#grants.get(id)?.expiresAt === at);
   }
 
   async get(grantId: string): Promise<Grant | undefined> {
@@ -111,11 +128,11 @@ export class MemoryGrantStore implements GrantStore {
   }
 
   async listByPrincipal(principalId: string): Promise<readonly Grant[]> {
-    return this.#list((grant) => grant.principalId === principalId);
+    return this.#list(this.#byPrincipal.get(principalId));
   }
 
   async listByApprover(approvedBy: string): Promise<readonly Grant[]> {
-    return this.#list((grant) => grant.approvedBy === approvedBy);
+    return this.#list(this.#byApprover.get(approvedBy));
   }
 
   async revoke(
@@ -137,19 +154,46 @@ export class MemoryGrantStore implements GrantStore {
       ...(revoked && grant.revokedAt === undefined ? { revokedAt: now } : {}),
     });
     this.#grants.set(grantId, next);
+    if (revoked) this.#revoked.add(grantId);
     return next;
   }
 
-  #list(keep: (grant: Grant) => boolean): readonly Grant[] {
-    return [...this.#grants.values()].filter(keep).sort((a, b) => b.createdAt - a.createdAt);
+  #list(ids: ReadonlySet<string> | undefined): readonly Grant[] {
+    if (ids === undefined) return [];
+    return [...ids]
+      .map((id) => this.#grants.get(id) as Grant)
+      .sort((a, b) => b.createdAt - a.createdAt);
   }
 
   // Ended grants (expired, or revoked) make room; active ones never do.
   #sweep(now: number): void {
-    for (const [id, grant] of this.#grants) {
-      if (grant.status !== "active" || grant.expiresAt <= now) this.#grants.delete(id);
-    }
+    this.#expiry.popDue(now, (id) => {
+      // The id may since name a newer grant.
+      if ((this.#grants.get(id)?.expiresAt ?? now) <= now) this.#remove(id);
+    });
+    for (const id of this.#revoked) this.#remove(id);
   }
+
+  #remove(id: string): void {
+    const grant = this.#grants.get(id);
+    if (grant === undefined) return;
+    this.#grants.delete(id);
+    this.#revoked.delete(id);
+    drop(this.#byPrincipal, grant.principalId, id);
+    drop(this.#byApprover, grant.approvedBy, id);
+  }
+}
+
+function add(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key);
+  if (ids === undefined) index.set(key, new Set([id]));
+  else ids.add(id);
+}
+
+function drop(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key);
+  ids?.delete(id);
+  if (ids?.size === 0) index.delete(key);
 }
 
 function freeze(grant: Grant): Grant {

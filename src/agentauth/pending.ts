@@ -1,3 +1,4 @@
+import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
 /** What an agent asked for, between `begin` and the first successful poll. */
@@ -55,10 +56,12 @@ export interface MemoryPendingRequestStoreOptions {
   readonly maxEntries?: number;
 }
 
-/** Process-local pending requests, one per agent. Bounded, timer-free. */
+/** Process-local pending requests, one per agent. Bounded, timer-free; O(log n) a call. */
 export class MemoryPendingRequestStore implements PendingRequestStore {
   readonly #byPrincipal = new Map<string, PendingRequest>();
   readonly #byUserCode = new Map<string, string>();
+  // Each request's agent by expiry, so a full store finds the expired without a scan.
+  readonly #expiry = new ExpiryQueue<string>();
   readonly #max: number;
 
   constructor(options: MemoryPendingRequestStoreOptions = {}) {
@@ -74,10 +77,11 @@ export class MemoryPendingRequestStore implements PendingRequestStore {
   async create(request: PendingRequest): Promise<void> {
     const earlier = this.#byPrincipal.get(request.principalId);
     if (earlier !== undefined) this.#remove(earlier);
-    if (this.#byPrincipal.size >= this.#max) {
-      for (const pending of [...this.#byPrincipal.values()])
-        if (pending.expiresAt <= request.createdAt) this.#remove(pending);
-    }
+    if (this.#byPrincipal.size >= this.#max)
+      this.#expiry.popDue(request.createdAt, (principal, at) => {
+        const pending = this.#byPrincipal.get(principal);
+        if (pending?.expiresAt === at) this.#remove(pending);
+      });
     if (this.#byPrincipal.size >= this.#max) throw new Error("the pending request store is full");
     const stored = Object.freeze({
       ...request,
@@ -85,6 +89,10 @@ export class MemoryPendingRequestStore implements PendingRequestStore {
     });
     this.#byPrincipal.set(request.principalId, stored);
     this.#byUserCode.set(request.userCodeHash, request.principalId);
+    this.#expiry.push(request.principalId, request.expiresAt);
+    // Superseded and deleted requests leave their entries behind: shed them before they outnumber the live.
+    if (this.#expiry.size > 2 * this.#byPrincipal.size + 64)
+      this.#expiry.retain((principal, at) => this.#byPrincipal.get(principal)?.expiresAt === at);
   }
 
   async getByUserCode(userCodeHash: string, now: number): Promise<PendingRequest | undefined> {

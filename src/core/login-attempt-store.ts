@@ -1,4 +1,5 @@
 import { positiveInteger, rejectUnknownKeys } from "./options.ts";
+import { OrderedMap } from "./ordered-map.ts";
 
 /** What `LoginAttemptStore.consume` answers. */
 export interface AttemptReservation {
@@ -66,7 +67,7 @@ const EVICTION_SCAN = 16;
  * is being guessed at.
  */
 export class MemoryLoginAttemptStore implements LoginAttemptStore {
-  readonly #entries = new Map<string, { count: number; resetAt: number }>();
+  readonly #entries = new OrderedMap<string, { count: number; resetAt: number }>();
   readonly #max: number;
 
   constructor(options: MemoryLoginAttemptStoreOptions = {}) {

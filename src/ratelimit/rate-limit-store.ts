@@ -1,4 +1,5 @@
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
+import { OrderedMap } from "../core/ordered-map.ts";
 import {
   type RateLimitDecision,
   type RateLimitPolicy,
@@ -85,9 +86,9 @@ export let hitNow: (
  * shared store.
  */
 export class MemoryRateLimitStore implements RateLimitStore {
-  // Map order is recency order in both segments: the first key is the least recent.
-  readonly #probation = new Map<string, Entry>();
-  readonly #protected = new Map<string, Entry>();
+  // Insertion order is recency order in both segments: the first key is the least recent.
+  readonly #probation = new OrderedMap<string, Entry>();
+  readonly #protected = new OrderedMap<string, Entry>();
   readonly #max: number;
   // The protected segment may hold most, not all, of the bound: new clients always find room.
   readonly #maxProtected: number;
@@ -138,7 +139,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
       entry.moved = ++this.#moves;
       this.#protected.set(key, entry);
       if (this.#protected.size > this.#maxProtected) {
-        const [oldest, demoted] = this.#protected.entries().next().value as [string, Entry];
+        const oldest = this.#protected.firstKey() as string;
+        const demoted = this.#protected.get(oldest) as Entry;
         this.#protected.delete(oldest);
         this.#probation.set(oldest, demoted);
       }
@@ -202,8 +204,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   #dropProtected(): void {
-    const first = this.#protected.keys().next();
-    if (!first.done) this.#protected.delete(first.value);
+    const first = this.#protected.firstKey();
+    if (first !== undefined) this.#protected.delete(first);
   }
 }
 

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
+import { OrderedMap } from "../core/ordered-map.ts";
 
 /** What a session store keeps under a session id. Plain JSON, so any store can hold it. */
 export interface SessionRecord {
@@ -85,11 +86,11 @@ export class MemorySessionStore implements SessionStore {
   // Records are stored as deep-frozen copies made through JSON, as a shared store
   // would hold them: nothing a caller does to a record it wrote or read can change
   // the stored one, and a read costs no parse or copy. The session copies the data
-  // on first use. Map order is write order, so each map's first key is its oldest.
+  // on first use. Each map is in write order, so its first key is its oldest.
   // Every method does its check and its write without an await in between, which
   // makes each one atomic in this process.
-  readonly #anonymous = new Map<string, Entry>();
-  readonly #signedIn = new Map<string, Entry>();
+  readonly #anonymous = new OrderedMap<string, Entry>();
+  readonly #signedIn = new OrderedMap<string, Entry>();
   readonly #max: number;
   readonly #now: () => number;
 
@@ -173,7 +174,7 @@ export class MemorySessionStore implements SessionStore {
     map.set(id, { record, expiresAt: this.#now() + ttlMs });
     while (this.size > this.#max) {
       const from = this.#anonymous.size > 0 ? this.#anonymous : this.#signedIn;
-      from.delete(from.keys().next().value as string);
+      from.delete(from.firstKey() as string);
     }
   }
 }
