@@ -4,11 +4,13 @@
  * the same key and algorithm. Every run gives each contender the same fresh
  * tokens; execute consumes them (each is single-use).
  */
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import * as dpop from "dpop";
 import { generateKeyPair, jwtVerify } from "jose";
 import pg from "pg";
 import { agentAuth, CAPABILITY_TOKEN_TYPE } from "portcullis/agentauth";
 import { importKeySet, jwtVerifier } from "portcullis/jwt";
+import { mcpEndpoint } from "portcullis/mcp";
 import { MemoryClientStore } from "portcullis/oauth2";
 import { migrate, PostgresGrantStore, PostgresReplayStore } from "portcullis/stores/postgres";
 import { RedisGrantStore, RedisReplayStore } from "portcullis/stores/redis";
@@ -81,6 +83,7 @@ async function benchAgents(
     keys,
     tokenTtlSeconds: 3600,
     capabilities: [{ name: "ping", description: "Answers pong.", handler: () => "pong" }],
+    mcp: {},
     ...(stores === undefined ? {} : { stores }),
   });
   await agents.runtime.grants.create({
@@ -95,10 +98,11 @@ async function benchAgents(
   return agents;
 }
 
-/** `count` fresh capability tokens for the bench grant. */
+/** `count` fresh capability tokens for the bench grant, for execute or for `audience`. */
 async function mintTokens(
   agents: Awaited<ReturnType<typeof benchAgents>>,
   count: number,
+  audience?: string,
 ): Promise<string[]> {
   const tokens: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -106,6 +110,7 @@ async function mintTokens(
       principalId: "agent-1",
       grantId: "g1",
       capabilities: ["ping"],
+      ...(audience === undefined ? {} : { audience }),
     });
     tokens.push(minted.token);
   }
@@ -248,6 +253,97 @@ export async function dpopBenchmarks(): Promise<void> {
     );
     pairs.clear();
   }
+}
+
+/**
+ * An MCP `tools/call` beside execute and raw `jose.jwtVerify`, in one run: the
+ * same token check, grant read and handler, with the MCP SDK's server parsing
+ * and answering JSON-RPC around it. Each call gets a fresh token, as execute
+ * does, though tokens for the MCP endpoint could be reused.
+ */
+export async function mcpBenchmarks(): Promise<void> {
+  const alg = "EdDSA";
+  const { publicKey, privateKey } = await generateKeyPair(alg);
+  const keys = await importKeySet({ keys: [{ kid: "k1", alg, privateKey, publicKey }] });
+  const agents = await benchAgents(keys);
+  const mcp = mcpEndpoint(agents);
+  const options = { algorithms: [alg], issuer: ISSUER, typ: CAPABILITY_TOKEN_TYPE };
+  const body = JSON.stringify({ capability: "ping" });
+  const call = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: { name: "ping", arguments: {} },
+  });
+  const bareSdk = createMcpHandler(() => {
+    const server = new McpServer({ name: "bench", version: "1.0.0" });
+    server.registerTool("ping", { description: "Answers pong." }, () => ({
+      content: [{ type: "text", text: '"pong"' }],
+    }));
+    return server;
+  });
+  // Tokens for the MCP endpoint are reused until they expire: one pool, each verified every call.
+  const mcpTokens = await mintTokens(agents, PER_RUN, mcp.url);
+  const toolsCall = (token: string) =>
+    new Request(mcp.url, {
+      method: "POST",
+      headers: {
+        accept: "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2025-11-25",
+        authorization: `Bearer ${token}`,
+      },
+      body: call,
+    });
+  await sideBySide(
+    `MCP tools/call, ${alg} (median of ${RUNS} interleaved runs of ${PER_RUN}, ${IN_FLIGHT} in flight)`,
+    (count) => mintTokens(agents, count),
+    [
+      [
+        "raw jose.jwtVerify",
+        (tokens) => (i) =>
+          jwtVerify(tokens[i] as string, publicKey, { ...options, audience: EXECUTE }),
+      ],
+      [
+        "agentauth execute, memory stores",
+        (tokens) => {
+          const requests = tokens.map((token) => executeRequest(token, body));
+          return async (i) => {
+            const response = await agents.execute(requests[i] as Request);
+            if (response.status !== 200) throw new Error(`execute answered ${response.status}`);
+          };
+        },
+      ],
+      [
+        // The floor of any tools/call served by the SDK: its own server and transport per request.
+        "floor: the MCP SDK alone (no authentication)",
+        (tokens) => {
+          const requests = tokens.map((_, i) =>
+            toolsCall(mcpTokens[i % mcpTokens.length] as string),
+          );
+          return async (i) => {
+            const response = await bareSdk.fetch(requests[i] as Request);
+            if (response.status !== 200) throw new Error(`bare SDK answered ${response.status}`);
+            await response.text();
+          };
+        },
+      ],
+      [
+        "mcp tools/call, memory stores (target >= 0.7 of execute)",
+        (tokens) => {
+          // Built untimed, as a server adapter hands them over.
+          const requests = tokens.map((_, i) =>
+            toolsCall(mcpTokens[i % mcpTokens.length] as string),
+          );
+          return async (i) => {
+            const response = await mcp.handler(requests[i] as Request);
+            if (response.status !== 200) throw new Error(`tools/call answered ${response.status}`);
+            await response.text();
+          };
+        },
+      ],
+    ],
+  );
 }
 
 function executeRequest(token: string, body: string, scheme = "Bearer"): Request {

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { agentBenchmarks, dpopBenchmarks, storeBenchmarks } from "./agents.ts";
+import { agentBenchmarks, dpopBenchmarks, mcpBenchmarks, storeBenchmarks } from "./agents.ts";
 import { inProcess } from "./in-process.ts";
 import { memoryStoreBenchmarks } from "./memory-stores.ts";
 import { schemaBenchmarks } from "./schema.ts";
@@ -11,9 +11,11 @@ console.log(`portcullis benchmarks — node ${process.version}, ${new Date().toI
 const only = process.env.BENCH_ONLY;
 if (only === undefined || only === "chain") await inProcess();
 if (only === undefined || only === "schema") schemaBenchmarks();
+if (only === "mcp") await mcpBenchmarks();
 if (only === undefined || only === "agents") {
   await agentBenchmarks();
   await dpopBenchmarks();
+  await mcpBenchmarks();
   await storeBenchmarks();
   // In a child process: @hono/node-server's classes would replace this one's globals.
   execFileSync(

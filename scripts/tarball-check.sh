@@ -102,7 +102,7 @@ JSON
 echo "== installing the tarball with the frameworks a user brings"
 npm install --no-audit --no-fund --loglevel=error "$tarball" \
   express@5 fastify@5 koa@3 hono@4 @hono/node-server next@16 react@19 react-dom@19 \
-  openid-client@6 redis@5 pg@8 \
+  openid-client@6 redis@5 pg@8 @modelcontextprotocol/server@2 \
   typescript@5 tsx @types/node@20 @types/express@5 @types/koa@3 @types/react@19 @types/pg@8 >/dev/null
 
 echo "== importing every export"

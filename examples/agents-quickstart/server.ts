@@ -13,6 +13,7 @@ import {
   sessions,
 } from "portcullis";
 import { agentAuth } from "portcullis/agentauth";
+import { mcpEndpoint } from "portcullis/mcp";
 import { MemoryClientStore } from "portcullis/oauth2";
 
 const port = Number(process.env.PORT ?? 3000);
@@ -68,6 +69,7 @@ const agents = await agentAuth({
       },
     },
   ],
+  mcp: {}, // tokens for <issuer>/mcp too, where the same capabilities are MCP tools
   onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
 });
 
@@ -103,8 +105,11 @@ async function approvalPage(request: Request, code: string): Promise<Response> {
   );
 }
 
+// The same capabilities as MCP tools at /mcp, for MCP clients (the MCP SDK's server does the protocol).
+const mcp = mcpEndpoint(agents);
+
 const router = async (request: Request): Promise<Response> => {
-  const answered = await agents.route(request); // discovery, list, execute, OAuth endpoints
+  const answered = await mcp.route(request); // /mcp, then discovery, list, execute, OAuth endpoints
   if (answered) return answered;
   const url = new URL(request.url);
   if (url.pathname === "/login") {
@@ -150,6 +155,7 @@ serve({
       authz.match("POST", "/oauth/token").permitAll(),
       authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself
       authz.match("POST", "/capability/execute").permitAll(), // checks the capability token itself
+      authz.match(["POST", "GET", "DELETE"], "/mcp").permitAll(), // so does the MCP endpoint
       authz.match(["GET", "POST"], "/agent/approve").authenticated(), // the human's page and form
       authz.match("POST", "/agent/review").authenticated(), // a typed code, to its review
     ]),

@@ -61,6 +61,8 @@ export async function createAgents(
         location: `${issuer}/reports/export`,
       },
     ],
+    // The tools at /mcp: MCP clients get tokens for <issuer>/mcp, reused until they expire.
+    mcp: {},
     // An agent that sends DPoP proofs gets tokens bound to its key, and its grant
     // remembers the key; one that does not still gets bearer tokens.
     dpop: {},

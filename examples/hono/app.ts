@@ -24,6 +24,7 @@ import {
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
 import { agentSessionFrom } from "portcullis/agentauth";
+import { mcpEndpoint } from "portcullis/mcp";
 import { userCodeHash } from "portcullis/oauth2";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
 import { createAgents } from "./agents.ts";
@@ -283,9 +284,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
 
   const corsOrigin =
     options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
-  // The agent and OAuth endpoints answer first; every other path goes to the router.
+  // The capabilities as MCP tools at /mcp; any page of the example may call it from a browser.
+  const mcp = mcpEndpoint(agents, { allowedOrigins: [new URL(issuer).origin] });
+  // The MCP, agent and OAuth endpoints answer first; every other path goes to the router.
   const router: Handler = async (request, ...rest) =>
-    (await agents.route(request)) ?? app.fetch(request, ...rest);
+    (await mcp.route(request)) ?? app.fetch(request, ...rest);
   return newHandler(router, {
     headers: securityHeaders(),
     cors: cors({
@@ -307,6 +310,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         },
         { name: "oauth", match: "/oauth/**", limit: 120, windowMs: 60_000 },
         { name: "capabilities", match: "/capability/**", limit: 240, windowMs: 60_000 },
+        { name: "mcp", match: "/mcp", limit: 240, windowMs: 60_000 },
         {
           name: "login",
           match: "/login",
@@ -356,12 +360,15 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/.well-known/oauth-authorization-server").permitAll(),
         match("GET", "/.well-known/jwks.json").permitAll(),
         match("GET", "/.well-known/oauth-protected-resource/capability/execute").permitAll(),
+        match("GET", "/.well-known/oauth-protected-resource/mcp").permitAll(),
         // Other well-known documents do not exist here: discovery probes get the router's 404.
         match("GET", "/.well-known/**").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),
         match("POST", "/oauth/token").permitAll(),
         match("GET", "/capability/list").permitAll(),
         match("POST", "/capability/execute").permitAll(),
+        // The MCP endpoint authenticates every request itself (GET and DELETE answer 405).
+        match(["POST", "GET", "DELETE"], "/mcp").permitAll(),
         match("GET", "/reports/export").permitAll(),
         // The human side: signed-in people (USER and up; an agent's key carries only AGENT),
         // ordinary pages with CSRF-protected forms.

@@ -20,6 +20,7 @@ import {
   openMcpSession,
   withMcpNonce,
 } from "../agentauth/index.ts";
+import { readJsonBody } from "../core/body.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
@@ -103,7 +104,7 @@ const FAILED = "the capability failed";
  */
 export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
   const runtime = agents.runtime;
-  const { url } = mcpResourceOf(runtime);
+  const { url, metadataUrl } = mcpResourceOf(runtime);
   const settings = checkOptions(runtime, options);
   const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
   const opened = new WeakMap<AuthInfo, OpenedSession>();
@@ -134,7 +135,6 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
   };
   const sdk = createMcpHandler(factory, {
     maxRequestBodySize: settings.maxBodyBytes,
-    responseMode: "json",
     onerror: () => {},
   });
   const path = pathOfUrl(url);
@@ -144,17 +144,25 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     const session = await openMcpSession(runtime, request);
     if (session instanceof Response) return session;
     const authInfo: AuthInfo = {
+      // The token's id, not the token: nothing behind the SDK needs to be able to present it.
       token: session.claims.jti,
       clientId: session.session.principalId,
       scopes: [...session.session.capabilities],
       expiresAt: session.session.expiresAt,
       resource: new URL(url),
-      resourceMetadataUrl: mcpResourceOf(runtime).metadataUrl,
+      resourceMetadataUrl: metadataUrl,
     };
     opened.set(authInfo, session);
+    // Read here, bounded, once the caller is known: the SDK then parses nothing again.
+    const body =
+      request.method === "POST" ? await readBody(request, settings.maxBodyBytes) : undefined;
+    if (body instanceof Response) return withMcpNonce(runtime, request, body);
     let answer: Response;
     try {
-      answer = await sdk.fetch(request, { authInfo });
+      answer = await sdk.fetch(request, {
+        authInfo,
+        ...(body === undefined ? {} : { parsedBody: body.value }),
+      });
     } catch (error) {
       reportError(runtime.onError, error, request);
       answer = jsonRpcError(500, -32603, "the request could not be completed");
@@ -239,6 +247,24 @@ function toolResult(tool: McpTool, outcome: McpToolOutcome): CallToolResult {
 
 function toolError(text: string): CallToolResult {
   return { isError: true, content: [{ type: "text", text }] };
+}
+
+const BODY_REFUSALS = {
+  media_type: [415, -32000, "the body must be application/json"],
+  too_large: [413, -32000, "the body is too large"],
+  unreadable: [400, -32700, "the body could not be read"],
+  malformed: [400, -32700, "the body is not JSON"],
+} as const;
+
+/** The JSON body of a POST, or the JSON-RPC error answering why it cannot be read. */
+async function readBody(
+  request: Request,
+  maxBytes: number,
+): Promise<{ readonly value: unknown } | Response> {
+  const read = await readJsonBody(request, maxBytes);
+  if (read.ok) return { value: read.value };
+  const [status, code, message] = BODY_REFUSALS[read.failure];
+  return jsonRpcError(status, code, message);
 }
 
 function forbiddenOrigin(): Response {

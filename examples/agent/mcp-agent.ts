@@ -1,0 +1,76 @@
+/**
+ * The demo agent over MCP: a human approves it once through the device flow
+ * (openid-client), then the MCP SDK's own client, with its client-credentials
+ * provider, lists the tools at /mcp and calls one.
+ *
+ *   npm start                                       # the example, in another terminal
+ *   npm run mcp-agent -- get_time
+ *   npm run mcp-agent -- echo '{"text":"hello"}'
+ *
+ * PORTCULLIS_URL (default http://127.0.0.1:$PORT, PORT 3000 as for `npm start`),
+ * PORTCULLIS_AGENT_ID (demo-agent) and PORTCULLIS_AGENT_SECRET choose the
+ * service and the agent.
+ */
+import {
+  Client,
+  ClientCredentialsProvider,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+import * as oidc from "openid-client";
+
+const [tool, json] = process.argv.slice(2);
+if (tool === undefined) {
+  console.error("usage: npm run mcp-agent -- <tool> [json arguments]");
+  process.exit(2);
+}
+let toolArguments: Record<string, unknown> = {};
+try {
+  toolArguments = json === undefined ? {} : JSON.parse(json);
+} catch {
+  console.error(`the arguments are not JSON: ${json}`);
+  process.exit(2);
+}
+
+const base = new URL(process.env.PORTCULLIS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
+const agentId = process.env.PORTCULLIS_AGENT_ID ?? "demo-agent";
+const secret =
+  process.env.PORTCULLIS_AGENT_SECRET ??
+  (agentId === "demo-agent-2" ? "demo-agent-2-secret" : "demo-agent-secret");
+const say = (line: string) => console.log(`[mcp-agent] ${line}`);
+const endpoint = new URL("/mcp", base);
+
+// 1. The approval: MCP clients have no device flow, so the agent asks with openid-client, once.
+const oauth = await oidc.discovery(base, agentId, undefined, oidc.ClientSecretBasic(secret), {
+  algorithm: "oauth2",
+  // Plain HTTP only for a service on this machine: never toward a remote one.
+  ...(base.protocol === "http:" && ["127.0.0.1", "[::1]", "localhost"].includes(base.hostname)
+    ? { execute: [oidc.allowInsecureRequests] }
+    : {}),
+});
+const authorization = await oidc.initiateDeviceAuthorization(oauth, { scope: tool });
+say(`a human must approve this: open ${authorization.verification_uri_complete}`);
+say("waiting for the approval...");
+try {
+  await oidc.pollDeviceAuthorizationGrant(oauth, authorization, { resource: endpoint.href });
+} catch (error) {
+  say(`no approval: ${(error as { error?: string }).error ?? String(error)}`);
+  process.exit(1);
+}
+say("approved; connecting to the MCP endpoint with the SDK's own client");
+
+// 2. The MCP SDK's client: it discovers the protected resource from /mcp's 401, then takes
+// tokens from the grant by client_credentials with resource=<issuer>/mcp, as MCP requires.
+const provider = new ClientCredentialsProvider({
+  clientId: agentId,
+  clientSecret: secret,
+  expectedIssuer: oauth.serverMetadata().issuer,
+});
+const client = new Client({ name: "portcullis-demo-mcp-agent", version: "1.0.0" });
+await client.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }));
+const { tools } = await client.listTools();
+say(`tools: ${tools.map((entry) => entry.name).join(", ")}`);
+const result = await client.callTool({ name: tool, arguments: toolArguments });
+const text = result.content.map((part) => (part.type === "text" ? part.text : part.type));
+say(`${tool}${result.isError ? " failed" : ""} → ${text.join(" ")}`);
+await client.close();
+process.exit(result.isError ? 1 : 0);
