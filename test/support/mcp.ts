@@ -26,7 +26,10 @@ export const OTHER_SECRET = "agent-two-secret-0123456789";
 
 /** What the handlers ran, in order (`add_note:<text>`, `read_notes`, ...). */
 export interface Site {
+  /** The issuer. */
   readonly base: string;
+  /** This instance's own address (differs from `base` when given another issuer). */
+  readonly socket: string;
   readonly mcpUrl: string;
   readonly agents: AgentAuth;
   readonly mcp: McpEndpoint;
@@ -124,6 +127,7 @@ export async function mcpSite(
   route = async (request) => (await mcp.route(request)) ?? new Response(null, { status: 404 });
   return {
     base,
+    socket: served.url,
     mcpUrl: mcp.url,
     agents,
     mcp,
