@@ -7,7 +7,7 @@ import * as modern from "@modelcontextprotocol/client";
 import { ClientCredentialsProvider as LegacyCredentials } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { bindAuthentication, createAuthentication } from "portcullis";
+import { bindAuthentication, createAuthentication, type Handler } from "portcullis";
 import {
   type AgentAuth,
   type AgentAuthOptions,
@@ -94,16 +94,18 @@ export async function mcpSite(
   options: Partial<AgentAuthOptions> = {},
   endpoint: McpEndpointOptions = {},
   issuer?: string,
+  /** What serves the requests, given the endpoint's router (default: the router alone). */
+  wrap?: (router: (request: Request) => Promise<Response>, agents: AgentAuth) => Handler,
 ): Promise<Site> {
-  let route: (request: Request) => Promise<Response> = async () => new Response(null);
+  let route: Handler = async () => new Response(null);
   const seen: Site["seen"] = [];
-  const served: Served = await serveFetch((request) => {
+  const served: Served = await serveFetch((request, ...rest) => {
     seen.push({
       method: request.method,
       path: new URL(request.url).pathname,
       headers: new Headers(request.headers),
     });
-    return route(request);
+    return route(request, ...rest);
   });
   const base = issuer ?? served.url;
   const events: AgentEvent[] = [];
@@ -124,7 +126,10 @@ export async function mcpSite(
     ...options,
   });
   const mcp = mcpEndpoint(agents, endpoint);
-  route = async (request) => (await mcp.route(request)) ?? new Response(null, { status: 404 });
+  const router = async (request: Request) =>
+    (await mcp.route(request)) ?? new Response(null, { status: 404 });
+  const handler = wrap === undefined ? undefined : wrap(router, agents);
+  route = handler ?? router;
   return {
     base,
     socket: served.url,
