@@ -631,4 +631,28 @@ describe("a Bearer token at /mcp", () => {
     );
     expect(s.ran).toEqual(["read_notes"]);
   });
+
+  it("is refused 401 invalid_token once its grant expired, or no longer holds anything it carries", async () => {
+    let clock = Date.now();
+    const s = await site({ now: () => clock });
+    // A grant with a minute left.
+    await activeGrant(s.agents.runtime.grants, clock - 86_400_000 + 60_000, ["read_notes"]);
+    const token = await mcpToken(s);
+    expect((await call(s, token, "read_notes")).status).toBe(200);
+    clock += 70_000;
+    const expired = await call(s, token, "read_notes");
+    expect(expired.status).toBe(401);
+    expect(challengesOf(expired)[0]).toMatch(/^Bearer error="invalid_token", resource_metadata=/);
+    // Narrowed: the token's only tool is taken out of the grant; the grant itself lives on.
+    const narrowed = await activeGrant(s.agents.runtime.grants, clock, ["read_notes", "add_note"]);
+    const readOnly = await mcpToken(s, "read_notes");
+    await s.agents.revoke(narrowed.grantId, ["read_notes"]);
+    const emptied = await call(s, readOnly, "read_notes");
+    expect(emptied.status).toBe(401);
+    expect(challengesOf(emptied)[0]).toMatch(/^Bearer error="invalid_token", resource_metadata=/);
+    expect(s.ran).toEqual(["read_notes"]);
+    expect(via(s.events, "execute.denied").map((event) => "error" in event && event.error)).toEqual(
+      ["grant_expired", "capability_not_granted"],
+    );
+  });
 });
