@@ -164,6 +164,14 @@ describe("discovery", () => {
       'DPoP algs="ES256 EdDSA Ed25519"',
       `AgentAuth discovery="${s.base}/.well-known/agent-configuration"`,
     ]);
+    const document = (await (await fetch(`${s.base}${PRM_PATH}`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(document).toMatchObject({
+      dpop_signing_alg_values_supported: ["ES256", "EdDSA", "Ed25519"],
+      dpop_bound_access_tokens_required: false,
+    });
   });
 
   it("serves the protected resource metadata: every tool by default, the configured scopes when set", async () => {
