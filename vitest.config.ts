@@ -7,6 +7,10 @@ export default defineConfig({
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     testTimeout: 20_000,
     // Packages that publish TypeScript under the "source" condition too: transformed, not loaded raw.
-    server: { deps: { inline: ["eventsource", "@modelcontextprotocol/client"] } },
+    server: {
+      deps: {
+        inline: ["eventsource", "@modelcontextprotocol/client", "@modelcontextprotocol/sdk"],
+      },
+    },
   },
 });

@@ -117,9 +117,25 @@ async function denialAnswer(
 ): Promise<Response> {
   const { dpop } = runtime;
   const targets = challengeTargets(runtime, audience);
-  if (dpop === undefined) return agentRefusal(denial, targets);
-  const answer = agentRefusal(denial, targets, await dpopChallenge(dpop, request, denial));
+  const shown = audience === runtime.urls.mcp ? mcpDenial(denial) : denial;
+  if (dpop === undefined) return agentRefusal(shown, targets);
+  const answer = agentRefusal(shown, targets, await dpopChallenge(dpop, request, shown));
   return request === undefined ? answer : withDpopNonce(runtime, request, answer);
+}
+
+/**
+ * A token whose grant no longer backs it, at the MCP endpoint: an invalid
+ * token (401 `invalid_token`), as MCP clients recover from a 401 alone, by
+ * asking for a token again (which then tells them why, `invalid_grant`).
+ * Its event keeps the reason.
+ */
+function mcpDenial(denial: AgentDenial): AgentDenial {
+  const { error } = denial;
+  return error === "grant_revoked" ||
+    error === "grant_expired" ||
+    error === "capability_not_granted"
+    ? { ...denial, error: "invalid_jwt" }
+    : denial;
 }
 
 /**
