@@ -168,6 +168,16 @@ describe("the address guard", () => {
     expect(fetched[0]?.signal).toBeInstanceOf(AbortSignal);
   });
 
+  it("fetches from a public literal without resolving, IPv6 without brackets", async () => {
+    const clientId = "https://[2606:4700:4700::1111]/client.json";
+    const { documents, fetched, resolved } = setup((request) =>
+      json(doc({ client_id: request.url })),
+    );
+    expect((await documents.resolve(clientId)).clientId).toBe(clientId);
+    expect(resolved).toEqual([]);
+    expect(fetched.map((request) => request.address)).toEqual(["2606:4700:4700::1111"]);
+  });
+
   it("lets an allowed address through, and only that one", async () => {
     const allowed = { allowAddresses: ["10.1.2.0/24"] };
     expect(await setup(undefined, ["10.1.2.3"], allowed).documents.resolve(ID)).toMatchObject({

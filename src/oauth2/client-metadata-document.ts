@@ -502,7 +502,7 @@ export function clientMetadataDocuments(
     if (addressBytes(host) !== undefined) {
       if (!allowed(host))
         fail("address_refused", "the client id's host is an address the server may not reach");
-      return host;
+      return host.startsWith("[") ? host.slice(1, -1) : host;
     }
     let addresses: readonly string[];
     try {
