@@ -438,6 +438,8 @@ describe("the document", () => {
   it("needs a name that can be shown as it is", () => {
     expect(check(doc({ client_name: "Acme \u202eppA" }))).toBe("invalid_document");
     expect(check(doc({ client_name: "two\nlines" }))).toBe("invalid_document");
+    expect(check(doc({ client_name: "Pay\u200bPal" }))).toBe("invalid_document");
+    expect(check(doc({ client_name: "a\u2028b" }))).toBe("invalid_document");
     expect(check(doc({ client_name: "   " }))).toBe("invalid_document");
     expect(check(doc({ client_name: "n".repeat(201) }))).toBe("invalid_document");
     expect(check(doc({ client_name: ["a"] }))).toBe("invalid_document");

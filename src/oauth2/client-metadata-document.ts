@@ -171,8 +171,9 @@ const MAX_LIST_ITEMS = 20;
 const MAX_LIST_ITEM_LENGTH = 200;
 
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
-// Control characters and bidirectional formatting would let a name spoof the consent page.
-const UNSHOWABLE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+// Control, format (bidirectional overrides, zero-width) and line-separator characters would let
+// a name spoof the consent page.
+const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 const SCHEME = /^[a-z][a-z0-9+.-]*$/;
 // Schemes that run code or reach local content if a browser is sent there.
 const REFUSED_SCHEMES = new Set([
@@ -220,8 +221,8 @@ export function parseClientIdUrl(clientId: string): URL {
   if (url.pathname === "/" || url.pathname === "") return refuse("no path");
   if (url.href !== clientId) return refuse("not in canonical form");
   const host = url.hostname.toLowerCase();
-  if (host === "localhost" || host.endsWith(".localhost") || host.endsWith("."))
-    return refuse("a local host name");
+  if (host === "localhost" || host.endsWith(".localhost")) return refuse("a local host name");
+  if (host.endsWith(".")) return refuse("a host name ending in a dot");
   return url;
 }
 
