@@ -27,6 +27,7 @@ export {
   bunClientAddress,
   type ClientAddressFunction,
   type ClientAddressOptions,
+  ClientMetadataError,
   Context,
   type ContextKey,
   type ContextSource,

@@ -15,6 +15,9 @@ const ORDER = [
   // Next.js adapters are web-standard and never reach it.
   "chain < adapters/node/engine < adapters/node | adapters/express | adapters/fastify | adapters/koa",
   "chain < adapters/hono | adapters/next",
+  // The Node adapter also carries the Node transport of oauth2's client metadata documents
+  // (it takes only that room's types).
+  "oauth2 < adapters/node",
   // Faces: portcullis/middleware keeps the Go package's names; the root re-exports the rooms a
   // web application needs (the agent rooms and the stores are subpaths only).
   "authz | chain | login < middleware",

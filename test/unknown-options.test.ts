@@ -6,7 +6,12 @@ import { fastifyHook, fastifyPortcullis } from "../src/adapters/fastify/index.ts
 import { honoMiddleware } from "../src/adapters/hono/index.ts";
 import { koaMiddleware } from "../src/adapters/koa/index.ts";
 import { nextMiddleware, routeHandlers, withChain } from "../src/adapters/next/index.ts";
-import { chainRunner, nodeListener, toNodeListener } from "../src/adapters/node/index.ts";
+import {
+  chainRunner,
+  nodeClientMetadataTransport,
+  nodeListener,
+  toNodeListener,
+} from "../src/adapters/node/index.ts";
 import {
   agentApproveHandler,
   agentCredentials,
@@ -35,6 +40,7 @@ import {
 import { jwtSigner, jwtVerifier } from "../src/jwt/index.ts";
 import {
   authorizationServer,
+  clientMetadataDocuments,
   DeviceAuthorizationService,
   deviceApproveHandler,
   MemoryClientStore,
@@ -88,6 +94,11 @@ const misspelt: Array<[string, () => unknown]> = [
   ["jwtSigner", () => jwtSigner({ timeout: 5 } as never)],
   ["jwtVerifier", () => jwtVerifier({ timeout: 5 } as never)],
   ["MemoryClientStore", () => new MemoryClientStore({ maxEntry: 5 } as never)],
+  [
+    "clientMetadataDocuments",
+    () => clientMetadataDocuments({ ...nodeClientMetadataTransport(), timeout: 5 } as never),
+  ],
+  ["nodeClientMetadataTransport", () => nodeClientMetadataTransport({ timeout: 5 } as never)],
   ["MemoryDeviceCodeStore", () => new MemoryDeviceCodeStore({ maxEntry: 5 } as never)],
   [
     "DeviceAuthorizationService",

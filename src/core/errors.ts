@@ -9,7 +9,8 @@ export type ErrorCode =
   | "ERR_STORE_UNAVAILABLE"
   | "ERR_JWT_INVALID"
   | "ERR_DPOP_PROOF_INVALID"
-  | "ERR_DPOP_NONCE_REQUIRED";
+  | "ERR_DPOP_NONCE_REQUIRED"
+  | "ERR_CLIENT_METADATA";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
 export class PortcullisError extends Error {
@@ -150,6 +151,39 @@ export class DpopNonceRequiredError extends PortcullisError {
   override readonly code = "ERR_DPOP_NONCE_REQUIRED" as const;
 }
 
+/**
+ * A client id that is a URL (a Client ID Metadata Document) could not be used:
+ * the URL is malformed, its host is or resolves to an address the server must
+ * not reach, the fetch failed, or the document is invalid. `reason` says which,
+ * for logs and for the authorization endpoint's answer (`invalid_client` or an
+ * error page); the message never repeats the document's content.
+ */
+export class ClientMetadataError extends PortcullisError {
+  static override code = "ERR_CLIENT_METADATA" as const;
+  override readonly code = "ERR_CLIENT_METADATA" as const;
+  readonly reason: ClientMetadataFailureReason;
+
+  constructor(reason: ClientMetadataFailureReason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+/** Why a client metadata document was refused. */
+export type ClientMetadataFailureReason =
+  | "invalid_client_id"
+  | "address_refused"
+  | "unresolvable"
+  | "busy"
+  | "timeout"
+  | "fetch_failed"
+  | "redirect_refused"
+  | "invalid_content_type"
+  | "too_large"
+  | "invalid_document"
+  | "client_id_mismatch"
+  | "auth_method_refused";
+
 /** Every error Portcullis throws, for exhaustive handling by `code`. */
 export type PortcullisErrors =
   | InvalidOptionsError
@@ -160,7 +194,8 @@ export type PortcullisErrors =
   | BodyReadError
   | JwtInvalidError
   | DpopProofInvalidError
-  | DpopNonceRequiredError;
+  | DpopNonceRequiredError
+  | ClientMetadataError;
 
 /** Whether `error` is one Portcullis threw (narrowing to the union, so `switch (error.code)` is exhaustive). */
 export function isPortcullisError(error: unknown): error is PortcullisErrors {

@@ -67,6 +67,8 @@ export {
   AccessDeniedError,
   AuthenticationRequiredError,
   BodyReadError,
+  ClientMetadataError,
+  type ClientMetadataFailureReason,
   type DpopFailureReason,
   DpopNonceRequiredError,
   DpopProofInvalidError,

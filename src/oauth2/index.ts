@@ -1,12 +1,15 @@
 /**
  * The OAuth 2.0 device authorization grant (RFC 8628) with RFC 6749 client
  * authentication and token responses, RFC 8414 metadata and RFC 9728
- * protected resource metadata. It knows clients,
- * device codes and an access-token issuer callback; it never knows agents.
+ * protected resource metadata, and Client ID Metadata Documents fetched under
+ * an SSRF guard. It knows clients, device codes and an access-token issuer
+ * callback; it never knows agents.
  *
  * @module portcullis/oauth2
  */
 
+export { ClientMetadataError, type ClientMetadataFailureReason } from "../core/errors.ts";
+export { isPublicAddress } from "./address-guard.ts";
 export {
   type ApprovalFormOptions,
   type ApprovalMessages,
@@ -37,6 +40,18 @@ export {
   parseBasicClient,
   verifyClientSecret,
 } from "./client-authentication.ts";
+export {
+  type ClientMetadata,
+  type ClientMetadataDocuments,
+  type ClientMetadataDocumentsOptions,
+  type ClientMetadataFetch,
+  type ClientMetadataRequest,
+  type ClientMetadataResolve,
+  checkClientMetadata,
+  clientMetadataDocuments,
+  MAX_CLIENT_ID_URL_LENGTH,
+  parseClientIdUrl,
+} from "./client-metadata-document.ts";
 export {
   ALL_GRANT_TYPES,
   type ClientKind,

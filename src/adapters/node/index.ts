@@ -1,7 +1,9 @@
 /**
  * Node's own HTTP server: `nodeListener` runs a chain before a `node:http` listener,
  * `serveFetch` serves a Fetch handler with bounded timeouts, and `toNodeListener` mounts one in a
- * server of yours.
+ * server of yours. `nodeClientMetadataTransport` resolves and fetches client
+ * metadata documents for `portcullis/oauth2`, connecting only to the address
+ * its guard checked.
  *
  * @module portcullis/adapters/node
  */
@@ -31,6 +33,11 @@ import {
   writeResponseNow,
 } from "./engine/response.ts";
 
+export {
+  type NodeClientMetadataTransport,
+  type NodeClientMetadataTransportOptions,
+  nodeClientMetadataTransport,
+} from "./client-metadata-transport.ts";
 export { BodyUnavailableError } from "./engine/body-tap.ts";
 export {
   type AdapterOptions,
