@@ -325,6 +325,32 @@ describe("Redis keys expire with what they hold, by the caller's clock", () => {
   });
 });
 
+describe("PostgreSQL prunes what has expired", () => {
+  it("deletes expired codes, and expired families with their tokens, and nothing live", async () => {
+    const codes = new PostgresAuthorizationCodeStore({ pool });
+    const refresh = new PostgresRefreshTokenStore({ pool });
+    const far = NOW + 400 * 86_400_000;
+    const gone = code({ expiresAt: far });
+    const kept = code({ expiresAt: far + 60_000 });
+    await codes.create(gone, NOW);
+    await codes.create(kept, NOW);
+    const a = token({ expiresAt: far });
+    await refresh.create(a, NOW);
+    await refresh.rotate(a.tokenHash, successor(a), NOW);
+    const live = token({ expiresAt: far + 60_000 });
+    await refresh.create(live, NOW);
+    expect(await codes.prune(far)).toBeGreaterThanOrEqual(1);
+    expect(await refresh.prune(far)).toBeGreaterThanOrEqual(1);
+    const left = await pool.query(
+      "SELECT token_hash FROM portcullis_refresh_tokens WHERE family_id = $1",
+      [a.familyId],
+    );
+    expect(left.rows).toEqual([]);
+    expect(await codes.redeem(kept.codeHash, far)).toMatchObject({ outcome: "redeemed" });
+    expect(await refresh.find(live.tokenHash, far)).toEqual(live);
+  });
+});
+
 describe("memory stores are bounded", () => {
   it("a full code store refuses the newcomer with StoreUnavailableError, then makes room as codes expire", async () => {
     const store = new MemoryAuthorizationCodeStore({ maxEntries: 3 });
