@@ -612,6 +612,6 @@ describe("the PostgreSQL migration", () => {
     );
     const present = new Set(found.rows.map((row) => row.relname as string));
     for (const name of names) expect(present, name).toContain(name);
-    expect(names).toHaveLength(6); // two tables, four indexes
+    expect(names).toHaveLength(12); // five tables, seven indexes
   });
 });

@@ -28,7 +28,7 @@ const ORDER = [
 // nothing but types (the store interfaces and records). No room imports a store.
 const STORES: Record<string, readonly string[]> = {
   "stores/redis": ["session", "ratelimit", "oauth2", "agentauth"],
-  "stores/postgres": ["agentauth"],
+  "stores/postgres": ["oauth2", "agentauth"],
 };
 
 // Rooms whose files are open to the rooms above them: core is the building blocks every leg is

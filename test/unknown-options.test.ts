@@ -43,12 +43,20 @@ import {
   clientMetadataDocuments,
   DeviceAuthorizationService,
   deviceApproveHandler,
+  MemoryAuthorizationCodeStore,
   MemoryClientStore,
   MemoryDeviceCodeStore,
+  MemoryRefreshTokenStore,
 } from "../src/oauth2/index.ts";
 import {
+  PostgresAuthorizationCodeStore,
+  PostgresRefreshTokenStore,
+} from "../src/stores/postgres/index.ts";
+import {
+  RedisAuthorizationCodeStore,
   RedisLoginAttemptStore,
   RedisRateLimitStore,
+  RedisRefreshTokenStore,
   RedisSessionStore,
 } from "../src/stores/redis/index.ts";
 
@@ -100,6 +108,35 @@ const misspelt: Array<[string, () => unknown]> = [
   ],
   ["nodeClientMetadataTransport", () => nodeClientMetadataTransport({ timeout: 5 } as never)],
   ["MemoryDeviceCodeStore", () => new MemoryDeviceCodeStore({ maxEntry: 5 } as never)],
+  [
+    "MemoryAuthorizationCodeStore",
+    () => new MemoryAuthorizationCodeStore({ maxEntry: 5 } as never),
+  ],
+  ["MemoryRefreshTokenStore", () => new MemoryRefreshTokenStore({ maxEntry: 5 } as never)],
+  [
+    "RedisAuthorizationCodeStore",
+    () => new RedisAuthorizationCodeStore({ client: redis, timeout: 5 } as never),
+  ],
+  [
+    "RedisRefreshTokenStore",
+    () => new RedisRefreshTokenStore({ client: redis, timeout: 5 } as never),
+  ],
+  [
+    "PostgresAuthorizationCodeStore",
+    () =>
+      new PostgresAuthorizationCodeStore({
+        pool: { query: async () => ({ rows: [], rowCount: 0 }) },
+        timeout: 5,
+      } as never),
+  ],
+  [
+    "PostgresRefreshTokenStore",
+    () =>
+      new PostgresRefreshTokenStore({
+        pool: { query: async () => ({ rows: [], rowCount: 0 }) },
+        timeout: 5,
+      } as never),
+  ],
   [
     "DeviceAuthorizationService",
     () =>

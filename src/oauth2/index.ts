@@ -20,6 +20,13 @@ export {
   type DeviceApproveResult,
 } from "./approval-form.ts";
 export {
+  type AuthorizationCodeRecord,
+  type AuthorizationCodeStore,
+  type CodeRedemption,
+  MemoryAuthorizationCodeStore,
+  type MemoryAuthorizationCodeStoreOptions,
+} from "./authorization-code-store.ts";
+export {
   type AccessTokenIssuer,
   type AuthorizationServer,
   type AuthorizationServerMetadata,
@@ -94,6 +101,13 @@ export {
   protectedResourceMetadataUrl,
 } from "./metadata.ts";
 export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
+export {
+  MemoryRefreshTokenStore,
+  type MemoryRefreshTokenStoreOptions,
+  type RefreshRotation,
+  type RefreshTokenRecord,
+  type RefreshTokenStore,
+} from "./refresh-token-store.ts";
 export type { ScopePolicy } from "./scope.ts";
 export { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "./user-code.ts";
 export {

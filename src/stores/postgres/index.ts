@@ -1,6 +1,6 @@
 /**
- * Agent stores on PostgreSQL through `pg`: durable grants and replay
- * protection shared by every instance. Apply the schema first with
+ * Agent stores on PostgreSQL through `pg`: durable grants, replay
+ * protection, authorization codes and refresh tokens shared by every instance. Apply the schema first with
  * `migrate(pool)` or `migration.sql`.
  *
  * @module portcullis/stores/postgres
@@ -10,8 +10,10 @@ export {
   MIGRATION_FILE,
   type MigrateOptions,
   migrate,
+  PostgresAuthorizationCodeStore,
   PostgresGrantStore,
   type PostgresQueryable,
+  PostgresRefreshTokenStore,
   PostgresReplayStore,
   type PostgresStoreOptions,
 } from "./postgres-stores.ts";

@@ -1,4 +1,5 @@
--- Portcullis agent stores: grants (durable) and used capability-token ids.
+-- Portcullis agent stores: grants (durable), used capability-token ids, authorization codes
+-- and refresh tokens.
 -- Apply once per database: psql -f migration.sql, or migrate(pool) from
 -- portcullis/stores/postgres. Every statement can run again safely.
 
@@ -34,3 +35,28 @@ CREATE TABLE IF NOT EXISTS portcullis_replay (
   expires_at bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS portcullis_replay_expires ON portcullis_replay (expires_at);
+
+-- Authorization codes by hash: `spent` once redeemed, kept until expires_at to see a replay.
+CREATE TABLE IF NOT EXISTS portcullis_authorization_codes (
+  code_hash  text PRIMARY KEY,
+  record     text NOT NULL,
+  spent      boolean NOT NULL DEFAULT false,
+  expires_at bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS portcullis_authorization_codes_expires ON portcullis_authorization_codes (expires_at);
+
+-- Refresh-token families: current_hash is the one token that may rotate, NULL once revoked.
+CREATE TABLE IF NOT EXISTS portcullis_refresh_families (
+  family_id    text PRIMARY KEY,
+  current_hash text,
+  expires_at   bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS portcullis_refresh_families_expires ON portcullis_refresh_families (expires_at);
+-- Every token of a family, spent ones included, kept until the family expires (kept_until).
+CREATE TABLE IF NOT EXISTS portcullis_refresh_tokens (
+  token_hash text PRIMARY KEY,
+  family_id  text NOT NULL,
+  record     text NOT NULL,
+  kept_until bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS portcullis_refresh_tokens_kept ON portcullis_refresh_tokens (kept_until);

@@ -3,6 +3,14 @@ import type { Grant, GrantStore, ReplayStore } from "../../agentauth/index.ts";
 import { withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
+import type {
+  AuthorizationCodeRecord,
+  AuthorizationCodeStore,
+  CodeRedemption,
+  RefreshRotation,
+  RefreshTokenRecord,
+  RefreshTokenStore,
+} from "../../oauth2/index.ts";
 
 /**
  * What the stores need of `pg`: a `Pool` (or a client) that runs parameterised
@@ -16,7 +24,8 @@ export interface PostgresQueryable {
 }
 
 /**
- * Options of `PostgresGrantStore` and `PostgresReplayStore`.
+ * Options of the PostgreSQL stores: `PostgresGrantStore`, `PostgresReplayStore`,
+ * `PostgresAuthorizationCodeStore` and `PostgresRefreshTokenStore`.
  *
  * @example
  * ```ts
@@ -223,6 +232,172 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
     const result = await this.query("DELETE FROM portcullis_grants WHERE expires_at <= $1", [
       Math.floor(now) - GRANT_RETENTION_MS,
     ]);
+    return result.rowCount ?? 0;
+  }
+}
+
+/**
+ * `AuthorizationCodeStore` on PostgreSQL: redemption is one conditional
+ * `UPDATE`, reading the row as locked; an expired row may be taken over by a
+ * new code in the same `INSERT`.
+ */
+export class PostgresAuthorizationCodeStore
+  extends PostgresStore
+  implements AuthorizationCodeStore
+{
+  #calls = 0;
+
+  constructor(options: PostgresStoreOptions) {
+    super("PostgresAuthorizationCodeStore", options);
+  }
+
+  async create(record: AuthorizationCodeRecord, now: number): Promise<void> {
+    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    const result = await this.query(
+      `INSERT INTO portcullis_authorization_codes (code_hash, record, spent, expires_at)
+       VALUES ($1, $2, false, $3)
+       ON CONFLICT (code_hash) DO UPDATE
+         SET record = EXCLUDED.record, spent = false, expires_at = EXCLUDED.expires_at
+       WHERE portcullis_authorization_codes.expires_at <= $4
+       RETURNING code_hash`,
+      [record.codeHash, JSON.stringify(record), Math.ceil(record.expiresAt), Math.floor(now)],
+    );
+    if (result.rowCount !== 1) throw new Error("an authorization code with this hash is held");
+  }
+
+  async redeem(codeHash: string, now: number): Promise<CodeRedemption> {
+    if (!storable(codeHash)) return { outcome: "unknown" };
+    // The sub-select locks the row and, behind a racing redemption, reads it as that one left it.
+    const result = await this.query(
+      `UPDATE portcullis_authorization_codes AS c SET spent = true
+       FROM (SELECT code_hash, spent FROM portcullis_authorization_codes
+             WHERE code_hash = $1 AND expires_at > $2 FOR UPDATE) AS old
+       WHERE c.code_hash = old.code_hash
+       RETURNING c.record, old.spent`,
+      [codeHash, Math.floor(now)],
+    );
+    const row = result.rows[0];
+    if (row === undefined) return { outcome: "unknown" };
+    const record = JSON.parse(String(row.record)) as AuthorizationCodeRecord;
+    return { outcome: row.spent === true ? "reused" : "redeemed", record };
+  }
+
+  /** Deletes expired codes; also a maintenance call for a scheduled job. */
+  async prune(now = Date.now()): Promise<number> {
+    const result = await this.query(
+      "DELETE FROM portcullis_authorization_codes WHERE expires_at <= $1",
+      [Math.floor(now)],
+    );
+    return result.rowCount ?? 0;
+  }
+}
+
+/**
+ * `RefreshTokenStore` on PostgreSQL: a row per family naming its current
+ * token, and a row per token; rotation is one statement that locks the
+ * family's row, so of racing rotations exactly one moves it.
+ */
+export class PostgresRefreshTokenStore extends PostgresStore implements RefreshTokenStore {
+  #calls = 0;
+
+  constructor(options: PostgresStoreOptions) {
+    super("PostgresRefreshTokenStore", options);
+  }
+
+  async create(record: RefreshTokenRecord, now: number): Promise<void> {
+    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    // One statement: a token hash already held fails it whole, family row included.
+    const result = await this.query(
+      `WITH family AS (
+         INSERT INTO portcullis_refresh_families (family_id, current_hash, expires_at)
+         VALUES ($1, $2, $3)
+         ON CONFLICT (family_id) DO UPDATE
+           SET current_hash = EXCLUDED.current_hash, expires_at = EXCLUDED.expires_at
+         WHERE portcullis_refresh_families.expires_at <= $5
+         RETURNING family_id)
+       INSERT INTO portcullis_refresh_tokens (token_hash, family_id, record, kept_until)
+       SELECT $2, family_id, $4, $3 FROM family
+       RETURNING token_hash`,
+      [
+        record.familyId,
+        record.tokenHash,
+        Math.ceil(record.expiresAt),
+        JSON.stringify(record),
+        Math.floor(now),
+      ],
+    );
+    if (result.rowCount !== 1) throw new Error("a refresh family with this id is held");
+  }
+
+  async find(tokenHash: string, now: number): Promise<RefreshTokenRecord | undefined> {
+    if (!storable(tokenHash)) return undefined;
+    const result = await this.query(
+      `SELECT t.record FROM portcullis_refresh_tokens t
+       JOIN portcullis_refresh_families f ON f.family_id = t.family_id
+       WHERE t.token_hash = $1 AND t.kept_until > $2 AND f.expires_at > $2
+         AND f.current_hash IS NOT NULL`,
+      [tokenHash, Math.floor(now)],
+    );
+    const row = result.rows[0];
+    return row === undefined ? undefined : (JSON.parse(String(row.record)) as RefreshTokenRecord);
+  }
+
+  async rotate(tokenHash: string, next: RefreshTokenRecord, now: number): Promise<RefreshRotation> {
+    if (!storable(tokenHash) || !storable(next.familyId)) return { outcome: "unknown" };
+    // `old` locks the family's row and, behind a racing rotation, reads it as that one left it;
+    // the update then moves the family only from this token, the insert only if it moved.
+    const result = await this.query(
+      `WITH old AS (
+         SELECT t.record, f.family_id, f.current_hash
+         FROM portcullis_refresh_tokens t
+         JOIN portcullis_refresh_families f ON f.family_id = t.family_id
+         WHERE t.token_hash = $1 AND t.kept_until > $2 AND f.expires_at > $2 AND f.family_id = $4
+         FOR UPDATE OF f
+       ), moved AS (
+         UPDATE portcullis_refresh_families f SET current_hash = $3
+         FROM old
+         WHERE f.family_id = old.family_id AND old.current_hash = $1
+           AND (old.record::jsonb ->> 'clientId') = $5
+           AND (old.record::jsonb ->> 'expiresAt')::numeric > $2
+         RETURNING f.family_id, f.expires_at
+       ), added AS (
+         INSERT INTO portcullis_refresh_tokens (token_hash, family_id, record, kept_until)
+         SELECT $3, family_id, $6, expires_at FROM moved
+         RETURNING token_hash
+       )
+       SELECT old.record, old.current_hash, (SELECT count(*) FROM added)::int AS added FROM old`,
+      [
+        tokenHash,
+        Math.floor(now),
+        next.tokenHash,
+        next.familyId,
+        next.clientId,
+        JSON.stringify(next),
+      ],
+    );
+    const row = result.rows[0];
+    if (row === undefined || row.current_hash === null) return { outcome: "unknown" };
+    const record = JSON.parse(String(row.record)) as RefreshTokenRecord;
+    if (record.clientId !== next.clientId) return { outcome: "unknown" };
+    if (row.current_hash !== tokenHash) return { outcome: "reused", record };
+    return row.added === 1 ? { outcome: "rotated", record } : { outcome: "unknown" };
+  }
+
+  async revokeFamily(familyId: string): Promise<void> {
+    if (!storable(familyId)) return;
+    await this.query(
+      "UPDATE portcullis_refresh_families SET current_hash = NULL WHERE family_id = $1",
+      [familyId],
+    );
+  }
+
+  /** Deletes the families that have expired, and their tokens; also a maintenance call for a scheduled job. */
+  async prune(now = Date.now()): Promise<number> {
+    const result = await this.query(
+      `WITH tokens AS (DELETE FROM portcullis_refresh_tokens WHERE kept_until <= $1)
+       DELETE FROM portcullis_refresh_families WHERE expires_at <= $1`,
+      [Math.floor(now)],
+    );
     return result.rowCount ?? 0;
   }
 }

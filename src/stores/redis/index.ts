@@ -4,6 +4,7 @@
  *
  * @module portcullis/stores/redis
  */
+export { RedisAuthorizationCodeStore } from "./authorization-code-store.ts";
 export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
 export { RedisDeviceCodeStore, type RedisDeviceCodeStoreOptions } from "./device-code-store.ts";
 export { RedisGrantStore } from "./grant-store.ts";
@@ -18,6 +19,7 @@ export {
   type RedisRateLimitStoreOptions,
   type RedisScriptingClient,
 } from "./rate-limit-store.ts";
+export { RedisRefreshTokenStore } from "./refresh-token-store.ts";
 export { RedisReplayStore } from "./replay-store.ts";
 export type { ScriptedStoreOptions as RedisStoreOptions } from "./script.ts";
 export {

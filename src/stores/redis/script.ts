@@ -64,7 +64,7 @@ export interface ScriptedStoreOptions {
   /**
    * Prepended to every key the store writes.
    *
-   * @default the store's own: "portcullis:jti:" (`RedisReplayStore`), "portcullis:grant:" (`RedisGrantStore`), "portcullis:pending:" (`RedisPendingRequestStore`), "portcullis:device:" (`RedisDeviceCodeStore`)
+   * @default the store's own: "portcullis:jti:" (`RedisReplayStore`), "portcullis:grant:" (`RedisGrantStore`), "portcullis:pending:" (`RedisPendingRequestStore`), "portcullis:device:" (`RedisDeviceCodeStore`), "portcullis:code:" (`RedisAuthorizationCodeStore`), "portcullis:refresh:" (`RedisRefreshTokenStore`)
    */
   readonly prefix?: string;
   /**
