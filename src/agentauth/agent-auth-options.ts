@@ -11,11 +11,18 @@ import { pathOfUrl } from "../core/path.ts";
 import { issuerUrlOption } from "../core/url.ts";
 import type { KeySet } from "../jwt/index.ts";
 import {
+  type AuthorizationCodeStore,
   type ClientStore,
   type DeviceCodeStore,
   protectedResourceMetadataUrl,
+  type RefreshTokenStore,
 } from "../oauth2/index.ts";
 import type { AgentApproveOptions } from "./approve.ts";
+import {
+  type AgentAuthorizationCodeOptions,
+  type AuthorizationCodeSetup,
+  checkAuthorizationCodeOptions,
+} from "./authorize.ts";
 import type { CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
 import { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
 import type { AgentEventListener } from "./events.ts";
@@ -54,6 +61,10 @@ export interface AgentAuthStores {
   readonly pending?: PendingRequestStore;
   /** @default MemoryDeviceCodeStore (single instance only) */
   readonly deviceCodes?: DeviceCodeStore;
+  /** @default MemoryAuthorizationCodeStore (single instance only), with `authorizationCode` */
+  readonly authorizationCodes?: AuthorizationCodeStore;
+  /** @default MemoryRefreshTokenStore (single instance only), with `authorizationCode` */
+  readonly refreshTokens?: RefreshTokenStore;
   /**
    * Wrong user-code entries.
    *
@@ -187,6 +198,14 @@ export interface AgentAuthOptions {
    */
   readonly mcp?: AgentMcpOptions;
   /**
+   * The authorization-code grant with PKCE for MCP clients (desktop and IDE
+   * clients connect with it): the authorization endpoint, whose consent page
+   * is yours, rotating refresh tokens, and Client ID Metadata Documents.
+   *
+   * @default none — agents are approved by device flow only
+   */
+  readonly authorizationCode?: AgentAuthorizationCodeOptions;
+  /**
    * Told what happened: grants, tokens, executions, denials (ids only, never
    * a token). A listener that throws changes nothing.
    *
@@ -278,6 +297,7 @@ const OPTION_NAMES = [
   "storeTimeoutMs",
   "dpop",
   "mcp",
+  "authorizationCode",
   "onEvent",
   "onStoreError",
   "onError",
@@ -291,6 +311,8 @@ const STORE_METHODS: Record<keyof AgentAuthStores, readonly string[]> = {
   pending: ["create", "getByUserCode", "getByPrincipal", "delete"],
   deviceCodes: ["create", "findByUserCode", "decide", "poll"],
   userCodeAttempts: ["consume", "release"],
+  authorizationCodes: ["create", "redeem"],
+  refreshTokens: ["create", "find", "rotate", "revokeFamily"],
 };
 
 /** The numbers of `agentAuth`, checked: defaults filled in. */
@@ -305,6 +327,8 @@ export interface AgentAuthNumbers {
   readonly dpop?: DpopSettings;
   /** `mcp` checked; absent when there is no MCP resource. */
   readonly mcp?: CheckedMcp;
+  /** `authorizationCode` checked; absent when that grant is off. */
+  readonly authorizationCode?: AuthorizationCodeSetup;
 }
 
 /** `mcp` with its defaults; `scopes` are checked against the capabilities once they are built. */
@@ -339,6 +363,17 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
   const paths = agentAuthPaths(options.paths);
   checkStores(options.stores);
   const mcp = options.mcp === undefined ? undefined : checkMcp(options.mcp, paths);
+  const authorizationCode =
+    options.authorizationCode === undefined
+      ? undefined
+      : checkAuthorizationCodeOptions(options.authorizationCode);
+  if (
+    authorizationCode !== undefined &&
+    (Object.values(paths).includes(authorizationCode.path) || authorizationCode.path === mcp?.path)
+  )
+    throw new InvalidOptionsError(
+      `${WHERE}: authorizationCode.path collides with another endpoint`,
+    );
   const dpop =
     options.dpop === undefined
       ? undefined
@@ -349,6 +384,7 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
   return {
     ...(dpop === undefined ? {} : { dpop }),
     ...(mcp === undefined ? {} : { mcp }),
+    ...(authorizationCode === undefined ? {} : { authorizationCode }),
     tokenTtlSeconds: integerOption(WHERE, "tokenTtlSeconds", options.tokenTtlSeconds, 120, 1, 3600),
     grantTtlSeconds: grantTtl(options.grantTtlSeconds),
     deviceCodeLifetimeSeconds: integerOption(

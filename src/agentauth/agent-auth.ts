@@ -7,14 +7,20 @@ import { pathOfUrl } from "../core/path.ts";
 import { storeCaller } from "../core/store-call.ts";
 import { generateKeySet, type KeySet } from "../jwt/index.ts";
 import {
+  type AuthorizationCodeStore,
   type AuthorizationServer,
   authorizationServer,
+  type ClientStore,
+  clientsWithMetadataDocuments,
   type DeviceAuthorizationListener,
   DeviceAuthorizationService,
+  MemoryAuthorizationCodeStore,
   MemoryDeviceCodeStore,
+  MemoryRefreshTokenStore,
   protectedResourceMetadata,
   protectedResourceMetadataEndpoint,
   protectedResourceMetadataUrl,
+  type RefreshTokenStore,
   type TokenEndpointDpop,
   userCodeHash,
 } from "../oauth2/index.ts";
@@ -27,6 +33,12 @@ import {
 } from "./agent-auth-options.ts";
 import { agentCredentials, bindAgent, checkAgentCredentials } from "./agent-credentials.ts";
 import { type AgentApprovalLookup, agentApproveHandler } from "./approve.ts";
+import {
+  type AuthorizationCodeSetup,
+  authorizeHandler,
+  codeTokenIssuer,
+  grantRevoker,
+} from "./authorize.ts";
 import { CapabilityRegistry, toolNames } from "./capabilities.ts";
 import { capabilitiesHandler } from "./capability-list.ts";
 import { discoveryHandler } from "./discovery.ts";
@@ -129,7 +141,8 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
   };
   const runtime = agentRuntime(setup);
   const service = deviceService(setup, runtime);
-  const oauth = agentOAuth(setup, runtime, service);
+  const codes = codeFlow(setup);
+  const oauth = agentOAuth(setup, runtime, service, codes);
   const byPath = new Map<string, Handler>([
     [setup.paths.discovery, agentDiscovery(setup, runtime, oauth)],
     [setup.paths.capabilities, capabilityList(setup, runtime)],
@@ -146,8 +159,14 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     const path = pathOfUrl(request.url);
     return byPath.has(path) || oauthPaths.has(path);
   };
+  // Not among `serves`: the human approving is authenticated by the chain, like any page.
+  const pages = new Map<string, Handler>();
+  if (codes !== undefined) pages.set(codes.setup.path, authorizeEndpoint(setup, runtime, codes));
   return Object.freeze({
-    route: async (request: Request) => (byPath.get(pathOfUrl(request.url)) ?? oauth.route)(request),
+    route: async (request: Request) => {
+      const path = pathOfUrl(request.url);
+      return (byPath.get(path) ?? pages.get(path) ?? oauth.route)(request);
+    },
     discovery: byPath.get(setup.paths.discovery) as Handler,
     capabilities: byPath.get(setup.paths.capabilities) as Handler,
     execute: byPath.get(setup.paths.execute) as Handler,
@@ -244,12 +263,13 @@ function agentOAuth(
   setup: Setup,
   runtime: AgentRuntime,
   service: DeviceAuthorizationService,
+  codes: CodeFlow | undefined,
 ): AuthorizationServer {
   const { options, paths, numbers } = setup;
   return authorizationServer({
     issuer: options.issuer,
     service,
-    clients: options.clients,
+    clients: codes?.clients ?? options.clients,
     keys: setup.keys,
     // A list, so the metadata publishes it as `scopes_supported`.
     scopes: runtime.registry.all().map((capability) => capability.name),
@@ -263,7 +283,67 @@ function agentOAuth(
     storeTimeoutMs: numbers.storeTimeoutMs,
     onDeviceAuthorization: recordPendingRequest(runtime),
     ...(runtime.dpop === undefined ? {} : { dpop: tokenEndpointDpop(runtime, runtime.dpop) }),
+    ...(codes === undefined
+      ? {}
+      : {
+          // Authorization-code clients are public: PKCE, not a secret, binds a code to its client.
+          publicClients: true,
+          authorizationCode: {
+            codes: codes.store,
+            refreshTokens: codes.refreshTokens,
+            issue: codeTokenIssuer(runtime),
+            revokeGrant: grantRevoker(runtime),
+            refreshTokenTtlSeconds: codes.setup.refreshTokenTtlSeconds,
+            authorizationPath: codes.setup.path,
+            clientMetadataDocuments: codes.setup.options.clientMetadataDocuments !== undefined,
+            now: runtime.now,
+          },
+        }),
     ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+}
+
+/** The authorization-code grant's parts, when it is on. */
+interface CodeFlow {
+  readonly setup: AuthorizationCodeSetup;
+  readonly clients: ClientStore;
+  readonly store: AuthorizationCodeStore;
+  readonly refreshTokens: RefreshTokenStore;
+}
+
+function codeFlow(setup: Setup): CodeFlow | undefined {
+  const code = setup.numbers.authorizationCode;
+  if (code === undefined) return undefined;
+  const stores = setup.options.stores ?? {};
+  const documents = code.options.clientMetadataDocuments;
+  return {
+    setup: code,
+    clients:
+      documents === undefined
+        ? setup.options.clients
+        : clientsWithMetadataDocuments(setup.options.clients, documents),
+    store: stores.authorizationCodes ?? new MemoryAuthorizationCodeStore(),
+    refreshTokens: stores.refreshTokens ?? new MemoryRefreshTokenStore(),
+  };
+}
+
+/** The authorization endpoint: a human's page behind the chain, so it is no self-authenticating endpoint. */
+function authorizeEndpoint(setup: Setup, runtime: AgentRuntime, codes: CodeFlow): Handler {
+  const resources = [runtime.urls.mcp, runtime.urls.execute].filter(
+    (url): url is string => url !== undefined,
+  );
+  return authorizeHandler({
+    runtime,
+    setup: codes.setup,
+    codes: codes.store,
+    keys: setup.keys,
+    grantTtlSeconds: setup.numbers.grantTtlSeconds,
+    policy: {
+      clients: codes.clients,
+      storeTimeoutMs: setup.numbers.storeTimeoutMs,
+      allowed: (name) => runtime.registry.has(name),
+      resources,
+    },
   });
 }
 

@@ -25,7 +25,7 @@ export type AgentEvent =
       readonly tokenId: string;
       readonly capabilities: readonly string[];
       readonly audience: string;
-      readonly via: "device_code" | "client_credentials";
+      readonly via: "device_code" | "client_credentials" | "authorization_code" | "refresh_token";
     }
   | {
       readonly type: "capability.executed";

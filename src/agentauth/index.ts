@@ -23,6 +23,7 @@ export {
   agentApproveHandler,
   describeAgentRequest,
 } from "./approve.ts";
+export type { AgentAuthorizationCodeOptions, ConsentRequest } from "./authorize.ts";
 export {
   type Capability,
   type CapabilityDefinition,

@@ -17,10 +17,12 @@ import { tokenEndpoint, tokenGrants } from "./token-endpoint.ts";
 export type { AuthorizationServerMetadata } from "./metadata.ts";
 export type {
   AccessTokenIssuer,
+  AuthorizationCodeOptions,
   AuthorizationServerOptions,
   AuthorizationServerPaths,
   ClientCredentialsHandler,
   ClientCredentialsRequest,
+  CodeGrantIssue,
   DeviceAuthorizationListener,
   DeviceGrant,
   IssuedToken,
@@ -68,6 +70,14 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
     ...(settings.protectedResources === undefined
       ? {}
       : { protectedResources: settings.protectedResources }),
+    ...(settings.authorizationCode === undefined
+      ? {}
+      : {
+          authorization: {
+            path: settings.authorizationCode.authorizationPath,
+            clientMetadataDocuments: settings.authorizationCode.clientMetadataDocuments,
+          },
+        }),
   });
   const endpoints = {
     metadataEndpoint: metadataEndpoint(metadata),

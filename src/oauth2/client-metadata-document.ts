@@ -12,6 +12,7 @@ import {
   timeoutOption,
 } from "../core/options.ts";
 import { addressBytes, addressGuard } from "./address-guard.ts";
+import { redirectUriProblem } from "./redirect-uri.ts";
 
 /**
  * What a Client ID Metadata Document says about its client, checked. The
@@ -164,7 +165,6 @@ export interface ClientMetadataDocuments {
 /** Longest client id accepted. */
 export const MAX_CLIENT_ID_URL_LENGTH = 1024;
 const MAX_REDIRECT_URIS = 20;
-const MAX_REDIRECT_URI_LENGTH = 2000;
 const MAX_NAME_LENGTH = 200;
 const MAX_SCOPE_LENGTH = 1000;
 const MAX_LIST_ITEMS = 20;
@@ -174,18 +174,6 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 // Control, format (bidirectional overrides, zero-width) and line-separator characters would let
 // a name spoof the consent page.
 const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
-const SCHEME = /^[a-z][a-z0-9+.-]*$/;
-// Schemes that run code or reach local content if a browser is sent there.
-const REFUSED_SCHEMES = new Set([
-  "javascript",
-  "data",
-  "vbscript",
-  "file",
-  "blob",
-  "about",
-  "filesystem",
-]);
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
 function fail(reason: ClientMetadataFailureReason, message: string, cause?: unknown): never {
   throw new ClientMetadataError(reason, message, cause === undefined ? undefined : { cause });
@@ -224,28 +212,6 @@ export function parseClientIdUrl(clientId: string): URL {
   if (host === "localhost" || host.endsWith(".localhost")) return refuse("a local host name");
   if (host.endsWith(".")) return refuse("a host name ending in a dot");
   return url;
-}
-
-/** Why `uri` cannot be a redirect URI, or `undefined` when it can. */
-function redirectUriProblem(uri: unknown): string | undefined {
-  if (typeof uri !== "string" || uri.length > MAX_REDIRECT_URI_LENGTH || !VISIBLE_ASCII.test(uri))
-    return "not a string of visible ASCII within the length bound";
-  if (uri.includes("#")) return "a fragment";
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    return "not an absolute URI";
-  }
-  const scheme = url.protocol.slice(0, -1);
-  if (!SCHEME.test(scheme) || REFUSED_SCHEMES.has(scheme)) return "a refused scheme";
-  if (scheme === "https" || scheme === "http") {
-    if (url.username !== "" || url.password !== "") return "a user name or password";
-    // RFC 8252 §7.3 and §8.3: plain http only to the loopback interface.
-    if (scheme === "http" && !LOOPBACK_HOSTS.has(url.hostname))
-      return "http to a host other than loopback";
-  }
-  return undefined;
 }
 
 function stringList(

@@ -2,15 +2,29 @@ import { sha256Base64url } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
+import { isRedirectUri } from "./redirect-uri.ts";
 
 /** What the credential is: an OAuth2 client or an API key presented as one. */
 export type ClientKind = "oauth2_client" | "api_key";
 
 /** The grants a client may use at the token endpoint. */
-export type GrantType = "urn:ietf:params:oauth:grant-type:device_code" | "client_credentials";
+export type GrantType =
+  | "urn:ietf:params:oauth:grant-type:device_code"
+  | "client_credentials"
+  | "authorization_code"
+  | "refresh_token";
 
 export const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
-export const ALL_GRANT_TYPES: readonly GrantType[] = [DEVICE_CODE_GRANT, "client_credentials"];
+export const ALL_GRANT_TYPES: readonly GrantType[] = [
+  DEVICE_CODE_GRANT,
+  "client_credentials",
+  "authorization_code",
+  "refresh_token",
+];
+/** What a client registered without `grantTypes` may use. */
+const DEFAULT_GRANT_TYPES: readonly GrantType[] = [DEVICE_CODE_GRANT, "client_credentials"];
+/** The authorization-code grants: a client that has redirect URIs. */
+const CODE_GRANT_TYPES: readonly GrantType[] = ["authorization_code", "refresh_token"];
 
 /**
  * A registered client. Its secret is held only as a hash: a leaked store
@@ -29,6 +43,8 @@ export interface OAuthClient {
   readonly grantTypes: readonly GrantType[];
   /** Every token this client gets must be DPoP-bound (RFC 9449 §5.2): a token request without a proof is refused. */
   readonly dpopBoundAccessTokens?: boolean;
+  /** Where the authorization endpoint may send the human back (authorization-code clients). */
+  readonly redirectUris?: readonly string[];
 }
 
 /** Where the endpoints look clients up. */
@@ -55,9 +71,17 @@ export interface ClientRegistration {
    * The grants this client may use. `client_credentials` needs a client that
    * authenticates (RFC 6749 §4.4), so a public client cannot be given it.
    *
-   * @default the device-code grant and `client_credentials`; a public client, the device-code grant only
+   * @default with `redirectUris`, `authorization_code` and `refresh_token`; otherwise the device-code grant and `client_credentials`, or for a public client the device-code grant only
    */
   readonly grantTypes?: readonly GrantType[];
+  /**
+   * Where the authorization endpoint may send the human back: absolute
+   * URLs compared exactly (a loopback one on any port, RFC 8252 §7.3);
+   * https, http on loopback only, or a private-use scheme of a native app.
+   *
+   * @default none — the client cannot use the authorization-code grant
+   */
+  readonly redirectUris?: readonly string[];
   /**
    * Tokens for this client only with a DPoP proof (RFC 9449 §5.2
    * `dpop_bound_access_tokens`); needs an authorization server that checks proofs.
@@ -91,6 +115,7 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     "public",
     "grantTypes",
     "dpopBoundAccessTokens",
+    "redirectUris",
   ]);
   const { clientId } = registration;
   if (typeof clientId !== "string" || !CLIENT_ID.test(clientId) || clientId.includes(":"))
@@ -119,7 +144,14 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     throw new InvalidOptionsError(
       `client registration ${clientId}: secretHash must come from hashClientSecret`,
     );
-  const grantTypes = registration.grantTypes ?? (isPublic ? [DEVICE_CODE_GRANT] : ALL_GRANT_TYPES);
+  const redirectUris = registeredRedirectUris(clientId, registration.redirectUris);
+  const grantTypes =
+    registration.grantTypes ??
+    (redirectUris !== undefined
+      ? CODE_GRANT_TYPES
+      : isPublic
+        ? [DEVICE_CODE_GRANT]
+        : DEFAULT_GRANT_TYPES);
   if (
     !Array.isArray(grantTypes) ||
     grantTypes.length === 0 ||
@@ -131,6 +163,10 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
   if (isPublic && grantTypes.includes("client_credentials"))
     throw new InvalidOptionsError(
       `client registration ${clientId}: a public client cannot use client_credentials, which needs a client that authenticates (RFC 6749 §4.4)`,
+    );
+  if (grantTypes.includes("authorization_code") && redirectUris === undefined)
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: the authorization_code grant needs redirectUris`,
     );
   if (registration.name !== undefined && typeof registration.name !== "string")
     throw new InvalidOptionsError(`client registration ${clientId}: name must be a string`);
@@ -150,7 +186,25 @@ export async function toClient(registration: ClientRegistration): Promise<OAuthC
     ...(registration.name === undefined ? {} : { name: registration.name }),
     ...(secretHash === undefined ? {} : { secretHash }),
     ...(bound ? { dpopBoundAccessTokens: true } : {}),
+    ...(redirectUris === undefined ? {} : { redirectUris }),
   });
+}
+
+function registeredRedirectUris(
+  clientId: string,
+  uris: readonly string[] | undefined,
+): readonly string[] | undefined {
+  if (uris === undefined) return undefined;
+  if (!Array.isArray(uris) || uris.length === 0 || uris.length > 20)
+    throw new InvalidOptionsError(
+      `client registration ${clientId}: redirectUris must list 1 to 20 URLs`,
+    );
+  for (const uri of uris)
+    if (!isRedirectUri(uri))
+      throw new InvalidOptionsError(
+        `client registration ${clientId}: ${JSON.stringify(uri)} is no redirect URI (absolute, no fragment; https, http on loopback, or a private-use scheme)`,
+      );
+  return Object.freeze([...uris]);
 }
 
 /**

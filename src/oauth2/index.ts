@@ -27,7 +27,16 @@ export {
   type MemoryAuthorizationCodeStoreOptions,
 } from "./authorization-code-store.ts";
 export {
+  type AuthorizationRefusal,
+  type AuthorizationRequest,
+  type AuthorizationRequestPolicy,
+  authorizationRedirect,
+  checkAuthorizationRequest,
+  clientsWithMetadataDocuments,
+} from "./authorization-request.ts";
+export {
   type AccessTokenIssuer,
+  type AuthorizationCodeOptions,
   type AuthorizationServer,
   type AuthorizationServerMetadata,
   type AuthorizationServerOptions,
@@ -35,6 +44,7 @@ export {
   authorizationServer,
   type ClientCredentialsHandler,
   type ClientCredentialsRequest,
+  type CodeGrantIssue,
   type DeviceAuthorizationListener,
   type DeviceGrant,
   type IssuedToken,
@@ -72,6 +82,7 @@ export {
   type MemoryClientStoreOptions,
   type OAuthClient,
 } from "./clients.ts";
+export { issueAuthorizationCode } from "./code-grants.ts";
 export { type DeviceApproveOptions, deviceApproveHandler } from "./device-approve.ts";
 export {
   DeviceAuthorizationService,
@@ -101,6 +112,8 @@ export {
   protectedResourceMetadataUrl,
 } from "./metadata.ts";
 export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
+export { isCodeChallenge, isCodeVerifier } from "./pkce.ts";
+export { isRedirectUri, matchRedirectUri } from "./redirect-uri.ts";
 export {
   MemoryRefreshTokenStore,
   type MemoryRefreshTokenStoreOptions,

@@ -5,6 +5,7 @@ import type { KeySet } from "../jwt/index.ts";
 /** RFC 8414 authorization server metadata. */
 export interface AuthorizationServerMetadata {
   readonly issuer: string;
+  readonly authorization_endpoint?: string;
   readonly token_endpoint: string;
   readonly device_authorization_endpoint: string;
   readonly jwks_uri?: string;
@@ -16,6 +17,12 @@ export interface AuthorizationServerMetadata {
   readonly dpop_signing_alg_values_supported?: readonly string[];
   /** RFC 9728 §4: the protected resources this server issues tokens for. */
   readonly protected_resources?: readonly string[];
+  /** RFC 7636: `["S256"]` where the authorization-code grant is served. */
+  readonly code_challenge_methods_supported?: readonly string[];
+  /** RFC 9207: every authorization response names the issuer. */
+  readonly authorization_response_iss_parameter_supported?: boolean;
+  /** Client ids may be Client ID Metadata Document URLs. */
+  readonly client_id_metadata_document_supported?: boolean;
 }
 
 /** What the metadata document is made from: every URL is built from the issuer, never from a request. */
@@ -34,6 +41,8 @@ export interface MetadataSource {
   readonly dpopAlgorithms?: readonly string[];
   /** Published as `protected_resources` (absolute URLs). */
   readonly protectedResources?: readonly string[];
+  /** The authorization endpoint's path, when the authorization-code grant is served. */
+  readonly authorization?: { readonly path: string; readonly clientMetadataDocuments: boolean };
 }
 
 /** The RFC 8414 document, frozen. */
@@ -41,8 +50,10 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
   const origin = new URL(source.issuer).origin;
   const url = (path: string) => new URL(path, origin).href;
   const { paths } = source;
+  const { authorization } = source;
   return Object.freeze({
     issuer: source.issuer,
+    ...(authorization === undefined ? {} : { authorization_endpoint: url(authorization.path) }),
     token_endpoint: url(paths.token),
     device_authorization_endpoint: url(paths.deviceAuthorization),
     ...(paths.jwks === undefined ? {} : { jwks_uri: url(paths.jwks) }),
@@ -52,7 +63,7 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
       "client_secret_post",
       ...(source.publicClients ? ["none"] : []),
     ],
-    response_types_supported: [],
+    response_types_supported: authorization === undefined ? [] : ["code"],
     ...(source.scopes === undefined ? {} : { scopes_supported: [...source.scopes] }),
     ...(source.dpopAlgorithms === undefined
       ? {}
@@ -60,6 +71,15 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
     ...(source.protectedResources === undefined
       ? {}
       : { protected_resources: [...source.protectedResources] }),
+    ...(authorization === undefined
+      ? {}
+      : {
+          code_challenge_methods_supported: ["S256"],
+          authorization_response_iss_parameter_supported: true,
+          ...(authorization.clientMetadataDocuments
+            ? { client_id_metadata_document_supported: true }
+            : {}),
+        }),
   });
 }
 

@@ -2,15 +2,18 @@ import { InvalidOptionsError } from "../core/errors.ts";
 import {
   bodyLimitOption,
   functionOptions,
+  integerOption,
   mountPathOption,
   rejectUnknownKeys,
   timeoutOption,
 } from "../core/options.ts";
 import { httpsUrlOption, issuerUrlOption } from "../core/url.ts";
 import type { DpopNonces, DpopProofVerifier, KeySet, VerifiedDpopProof } from "../jwt/index.ts";
+import type { AuthorizationCodeStore } from "./authorization-code-store.ts";
 import type { ClientStore, OAuthClient } from "./clients.ts";
 import type { DeviceAuthorizationService } from "./device-authorization.ts";
 import { wellKnownPath } from "./metadata.ts";
+import type { RefreshTokenStore } from "./refresh-token-store.ts";
 import { checkScopePolicy, type ScopePolicy } from "./scope.ts";
 import type { OAuthFailure } from "./wire.ts";
 
@@ -168,6 +171,12 @@ export interface AuthorizationServerOptions {
    */
   readonly dpop?: TokenEndpointDpop;
   /**
+   * The authorization-code grant with PKCE, and rotating refresh tokens.
+   *
+   * @default none — those grants are unsupported, and the metadata names no authorization endpoint
+   */
+  readonly authorizationCode?: AuthorizationCodeOptions;
+  /**
    * The protected resources (absolute URLs) whose tokens this server issues,
    * published as the metadata's `protected_resources` (RFC 9728 §4); a
    * device-code poll may name one of them as `resource` (RFC 8707), any other
@@ -229,6 +238,7 @@ export interface ServerSettings {
   readonly keys?: KeySet;
   readonly dpop?: DpopTokenSettings;
   readonly protectedResources?: readonly string[];
+  readonly authorizationCode?: CodeGrantSettings;
   readonly publicClients: boolean;
   readonly maxBodyBytes: number;
   readonly storeTimeoutMs: number;
@@ -254,6 +264,87 @@ export interface ServerPaths {
   readonly jwks?: string;
 }
 
+/** What the issuer of the authorization-code grants is asked to mint a token from. */
+export interface CodeGrantIssue {
+  readonly client: OAuthClient;
+  /** The grant the human's consent made. */
+  readonly grantId: string;
+  /** What the token may carry: the code's or refresh token's scope, or narrower. */
+  readonly scope: readonly string[];
+  /** RFC 8707 `resource` the token is for. */
+  readonly resource: string;
+  /** The RFC 7638 thumbprint of the request's DPoP key, if it carried a proof. */
+  readonly jkt?: string;
+  /** The grant the request used: the first token of a code, or a refresh. */
+  readonly grantType: "authorization_code" | "refresh_token";
+}
+
+/**
+ * The authorization-code grant (RFC 6749 §4.1 with PKCE) and rotating refresh
+ * tokens at the token endpoint; the authorization endpoint that makes the
+ * codes is the application's (`agentAuth` has one).
+ *
+ * @example
+ * ```ts
+ * import {
+ *   type AuthorizationCodeOptions,
+ *   MemoryAuthorizationCodeStore,
+ *   MemoryRefreshTokenStore,
+ * } from "portcullis/oauth2";
+ *
+ * const authorizationCode: AuthorizationCodeOptions = {
+ *   codes: new MemoryAuthorizationCodeStore(),
+ *   refreshTokens: new MemoryRefreshTokenStore(),
+ *   issue: async ({ grantId, scope }) => ({ accessToken: await mint(grantId, scope), expiresIn: 120 }),
+ *   revokeGrant: async (grantId) => grants.revoke(grantId),
+ * };
+ * ```
+ */
+export interface AuthorizationCodeOptions {
+  readonly codes: AuthorizationCodeStore;
+  readonly refreshTokens: RefreshTokenStore;
+  /** Mints the access token; answers `invalid_grant` once the grant is revoked or expired. */
+  readonly issue: (input: CodeGrantIssue) => Promise<IssuedToken | OAuthFailure>;
+  /** Ends the grant behind a code redeemed twice or a refresh token used twice (RFC 9700 §2.2.2, §4.14). */
+  readonly revokeGrant: (grantId: string) => Promise<void>;
+  /**
+   * Refresh token lifetime, in seconds: how long a rotation family lives, whatever its rotations.
+   *
+   * @default 2_592_000 (30 days)
+   */
+  readonly refreshTokenTtlSeconds?: number;
+  /**
+   * Where the authorization endpoint is served (published as `authorization_endpoint`).
+   *
+   * @default "/oauth/authorize"
+   */
+  readonly authorizationPath?: string;
+  /**
+   * Client ids that are https URLs are Client ID Metadata Documents; say so in the metadata.
+   *
+   * @default false
+   */
+  readonly clientMetadataDocuments?: boolean;
+  /**
+   * Clock, in milliseconds since the epoch.
+   *
+   * @default Date.now
+   */
+  readonly now?: () => number;
+}
+
+/** `AuthorizationCodeOptions` checked. */
+export interface CodeGrantSettings {
+  readonly codes: AuthorizationCodeStore;
+  readonly refreshTokens: RefreshTokenStore;
+  readonly issue: AuthorizationCodeOptions["issue"];
+  readonly revokeGrant: AuthorizationCodeOptions["revokeGrant"];
+  readonly refreshTokenTtlSeconds: number;
+  readonly authorizationPath: string;
+  readonly clientMetadataDocuments: boolean;
+  readonly now: () => number;
+}
+
 const OPTION_NAMES = [
   "issuer",
   "service",
@@ -265,6 +356,7 @@ const OPTION_NAMES = [
   "keys",
   "dpop",
   "protectedResources",
+  "authorizationCode",
   "publicClients",
   "paths",
   "maxBodyBytes",
@@ -307,11 +399,61 @@ export function checkServerOptions(options: AuthorizationServerOptions): ServerS
     ...optional("keys", options.keys),
     ...optional("dpop", dpop),
     ...optional("protectedResources", protectedResourcesOption(options.protectedResources)),
+    ...optional("authorizationCode", codeGrantOption(options.authorizationCode)),
     ...optional("onError", options.onError),
     publicClients,
     maxBodyBytes: bodyLimitOption(WHERE, options.maxBodyBytes, 8192, 512),
     storeTimeoutMs: timeoutOption(WHERE, "storeTimeoutMs", options.storeTimeoutMs, 1000),
     paths,
+  };
+}
+
+function codeGrantOption(
+  options: AuthorizationCodeOptions | undefined,
+): CodeGrantSettings | undefined {
+  if (options === undefined) return undefined;
+  const where = `${WHERE}: authorizationCode`;
+  if (typeof options !== "object" || options === null)
+    throw new InvalidOptionsError(`${where} must be an object`);
+  rejectUnknownKeys(where, options, [
+    "codes",
+    "refreshTokens",
+    "issue",
+    "revokeGrant",
+    "refreshTokenTtlSeconds",
+    "authorizationPath",
+    "clientMetadataDocuments",
+    "now",
+  ]);
+  functionOptions(where, options, ["issue", "revokeGrant", "now"], ["issue", "revokeGrant"]);
+  if (typeof options.codes?.redeem !== "function" || typeof options.codes.create !== "function")
+    throw new InvalidOptionsError(`${where}: codes must be an AuthorizationCodeStore`);
+  for (const method of ["create", "find", "rotate", "revokeFamily"] as const)
+    if (typeof options.refreshTokens?.[method] !== "function")
+      throw new InvalidOptionsError(`${where}: refreshTokens must be a RefreshTokenStore`);
+  const documents = options.clientMetadataDocuments ?? false;
+  if (typeof documents !== "boolean")
+    throw new InvalidOptionsError(`${where}: clientMetadataDocuments must be a boolean`);
+  return {
+    codes: options.codes,
+    refreshTokens: options.refreshTokens,
+    issue: options.issue,
+    revokeGrant: options.revokeGrant,
+    refreshTokenTtlSeconds: integerOption(
+      where,
+      "refreshTokenTtlSeconds",
+      options.refreshTokenTtlSeconds,
+      2_592_000,
+      60,
+      31_536_000,
+    ),
+    authorizationPath: mountPathOption(
+      where,
+      "authorizationPath",
+      options.authorizationPath ?? "/oauth/authorize",
+    ),
+    clientMetadataDocuments: documents,
+    now: options.now ?? Date.now,
   };
 }
 

@@ -7,6 +7,7 @@ import {
 import type { Handler } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
 import { DEVICE_CODE_GRANT } from "./clients.ts";
+import { authorizationCodeGrant, refreshTokenGrant } from "./code-grants.ts";
 import type { PollResult } from "./device-authorization.ts";
 import { type ClientCall, clientEndpoint } from "./endpoint-support.ts";
 import { parseScope } from "./scope.ts";
@@ -35,6 +36,10 @@ export function tokenGrants(settings: ServerSettings): ReadonlyMap<string, Token
   const grants = new Map<string, TokenGrant>([[DEVICE_CODE_GRANT, deviceCodeGrant(settings)]]);
   if (settings.clientCredentials !== undefined)
     grants.set("client_credentials", clientCredentialsGrant(settings));
+  if (settings.authorizationCode !== undefined) {
+    grants.set("authorization_code", authorizationCodeGrant(settings));
+    grants.set("refresh_token", refreshTokenGrant(settings));
+  }
   return grants;
 }
 

@@ -13,6 +13,7 @@ export type OAuthErrorCode =
   | "authorization_pending"
   | "slow_down"
   | "access_denied"
+  | "unsupported_response_type"
   | "expired_token"
   | "server_error"
   | "temporarily_unavailable"
@@ -26,12 +27,13 @@ export interface OAuthFailure {
   readonly description?: string;
 }
 
-/** RFC 6749 §5.1 successful token response. No refresh token is ever issued. */
+/** RFC 6749 §5.1 successful token response; a refresh token only from the authorization-code grants. */
 export interface TokenResponseBody {
   readonly access_token: string;
   readonly token_type: "Bearer" | "DPoP";
   readonly expires_in: number;
   readonly scope?: string;
+  readonly refresh_token?: string;
 }
 
 /** RFC 8628 §3.2 device authorization response. */

@@ -1,0 +1,571 @@
+import { randomToken } from "../core/encoding.ts";
+import { AccessDeniedError, InvalidOptionsError, JwtInvalidError } from "../core/errors.ts";
+import type { Handler } from "../core/handler.ts";
+import { methodNotAllowed } from "../core/http-method.ts";
+import {
+  functionOptions,
+  integerOption,
+  mountPathOption,
+  rejectUnknownKeys,
+} from "../core/options.ts";
+import { problemResponse } from "../core/problem.ts";
+import { jwtSigner, jwtVerifier, type KeySet } from "../jwt/index.ts";
+import {
+  type AuthorizationCodeStore,
+  type AuthorizationRequest,
+  type AuthorizationRequestPolicy,
+  approverOf,
+  authorizationRedirect,
+  type ClientMetadataDocuments,
+  type CodeGrantIssue,
+  checkAuthorizationRequest,
+  type IssuedToken,
+  issueAuthorizationCode,
+  type OAuthFailure,
+  readOAuthParameters,
+} from "../oauth2/index.ts";
+import { toolNames } from "./capabilities.ts";
+import { effectiveStatus, type Grant } from "./grants.ts";
+import { resourceTarget } from "./refresh.ts";
+import type { AgentRuntime } from "./runtime.ts";
+
+/**
+ * The authorization endpoint (RFC 6749 §4.1, PKCE S256 only) for MCP clients
+ * and any other authorization-code client: the signed-in human sees who asks
+ * for what, in the application's own page, and approves or denies; an
+ * approval makes one grant, tied to the client, never to the human, and a
+ * code bound to the client, its redirect URI, its PKCE challenge and the
+ * resource, single use, for 60 seconds.
+ */
+
+/** What the consent page shows, and the token its form must post back. */
+export interface ConsentRequest {
+  readonly clientId: string;
+  /** The client's own name, when it gave one: show it as a claim, beside `redirectHost`. */
+  readonly clientName?: string;
+  /** Where the human will be sent back: the redirect URI's host (or its scheme, for an app's own). */
+  readonly redirectHost: string;
+  /** What the client asks for, as the human should read it. */
+  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+  /** The resource the tokens will be for. */
+  readonly resource: string;
+  /** Put it in the form as the hidden field `consent`; an answer without it is refused. */
+  readonly consentToken: string;
+  /** Where the form posts (`POST`, with `consent`, `action` = `approve` or `deny`, and the CSRF token). */
+  readonly action: string;
+}
+
+/**
+ * The authorization-code grant of `agentAuth`, for MCP clients: the
+ * authorization endpoint, the `authorization_code` and `refresh_token`
+ * grants, and Client ID Metadata Documents.
+ *
+ * @example
+ * ```ts
+ * import { signedInAt } from "portcullis";
+ * import type { AgentAuthorizationCodeOptions } from "portcullis/agentauth";
+ *
+ * const authorizationCode: AgentAuthorizationCodeOptions = {
+ *   consentPage: (request, consent) => renderConsent(request, consent), // your page, your dress
+ *   signedInAt,
+ *   signInPath: "/login",
+ * };
+ * ```
+ */
+export interface AgentAuthorizationCodeOptions {
+  /** Renders the consent page: the client's name and redirect host, the capabilities, a form. */
+  readonly consentPage: (request: Request, consent: ConsentRequest) => Response | Promise<Response>;
+  /**
+   * Renders the page for a request that cannot go back to its client (unknown client or redirect URI).
+   *
+   * @default a minimal HTML page, status 400
+   */
+  readonly errorPage?: (
+    request: Request,
+    error: { readonly error: string; readonly description: string },
+  ) => Response | Promise<Response>;
+  /** When the human of this request last signed in (epoch ms): `signedInAt` from `portcullis`. */
+  readonly signedInAt: (request: Request) => number | undefined;
+  /** Where a human whose sign-in is not recent is sent, with `next` back to the request. */
+  readonly signInPath: string;
+  /**
+   * How recent the sign-in must be to approve, in seconds.
+   *
+   * @default 600
+   */
+  readonly maxSignInAgeSeconds?: number;
+  /**
+   * Client ids that are https URLs are looked up as Client ID Metadata Documents.
+   *
+   * @default none — only registered clients (with `redirectUris`)
+   */
+  readonly clientMetadataDocuments?: ClientMetadataDocuments;
+  /**
+   * Refresh token lifetime, in seconds; a refresh never outlives the grant.
+   *
+   * @default 2_592_000 (30 days)
+   */
+  readonly refreshTokenTtlSeconds?: number;
+  /**
+   * Where the authorization endpoint is served.
+   *
+   * @default "/oauth/authorize"
+   */
+  readonly path?: string;
+}
+
+/** `AgentAuthorizationCodeOptions` checked. */
+export interface AuthorizationCodeSetup {
+  readonly options: AgentAuthorizationCodeOptions;
+  readonly path: string;
+  readonly maxSignInAgeMs: number;
+  readonly refreshTokenTtlSeconds: number;
+}
+
+const WHERE = "agentAuth: authorizationCode";
+
+export function checkAuthorizationCodeOptions(
+  options: AgentAuthorizationCodeOptions,
+): AuthorizationCodeSetup {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidOptionsError(`${WHERE} must be an object`);
+  rejectUnknownKeys(WHERE, options, [
+    "consentPage",
+    "errorPage",
+    "signedInAt",
+    "signInPath",
+    "maxSignInAgeSeconds",
+    "clientMetadataDocuments",
+    "refreshTokenTtlSeconds",
+    "path",
+  ]);
+  functionOptions(
+    WHERE,
+    options,
+    ["consentPage", "errorPage", "signedInAt"],
+    ["consentPage", "signedInAt"],
+  );
+  mountPathOption(WHERE, "signInPath", options.signInPath);
+  if (
+    options.clientMetadataDocuments !== undefined &&
+    typeof options.clientMetadataDocuments?.resolve !== "function"
+  )
+    throw new InvalidOptionsError(
+      `${WHERE}: clientMetadataDocuments must come from clientMetadataDocuments()`,
+    );
+  return {
+    options,
+    path: mountPathOption(WHERE, "path", options.path ?? "/oauth/authorize"),
+    maxSignInAgeMs:
+      integerOption(WHERE, "maxSignInAgeSeconds", options.maxSignInAgeSeconds, 600, 30, 86_400) *
+      1000,
+    refreshTokenTtlSeconds: integerOption(
+      WHERE,
+      "refreshTokenTtlSeconds",
+      options.refreshTokenTtlSeconds,
+      2_592_000,
+      60,
+      31_536_000,
+    ),
+  };
+}
+
+/** The `typ` of consent tokens: never taken for another token. */
+const CONSENT_TYPE = "portcullis-consent+jwt";
+const CODE_LIFETIME_MS = 60_000;
+const CONSENT_LIFETIME_SECONDS = 600;
+
+/** What the authorization endpoint is built from. */
+export interface AuthorizeEndpoint {
+  readonly runtime: AgentRuntime;
+  readonly setup: AuthorizationCodeSetup;
+  readonly codes: AuthorizationCodeStore;
+  readonly policy: AuthorizationRequestPolicy;
+  readonly keys: KeySet;
+  readonly grantTtlSeconds: number;
+}
+
+/** `GET` asks the human; `POST` (the consent form, behind the chain's session and CSRF) answers. */
+export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
+  const { runtime, setup } = endpoint;
+  const url = new URL(setup.path, runtime.urls.issuer).href;
+  const common = {
+    keys: endpoint.keys,
+    typ: CONSENT_TYPE,
+    issuer: runtime.urls.issuer,
+    now: runtime.now,
+  };
+  const consent = {
+    sign: jwtSigner({ ...common, ttlSeconds: CONSENT_LIFETIME_SECONDS }),
+    verify: jwtVerifier({ ...common, clockToleranceSeconds: 0 }),
+    url,
+  };
+  return async (request) => {
+    if (request.method !== "GET" && request.method !== "POST") return methodNotAllowed("GET, POST");
+    try {
+      return withoutFraming(
+        request.method === "GET"
+          ? await ask(endpoint, consent, request)
+          : await answer(endpoint, consent, request),
+      );
+    } catch (error) {
+      if (error instanceof AccessDeniedError)
+        return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
+      throw error;
+    }
+  };
+}
+
+interface Consent {
+  readonly sign: ReturnType<typeof jwtSigner>;
+  readonly verify: ReturnType<typeof jwtVerifier>;
+  readonly url: string;
+}
+
+/** Step 1: check the request, require a recent sign-in, show the consent page. */
+async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Request) {
+  const { runtime, setup } = endpoint;
+  const query = new URL(request.url).searchParams;
+  const checked = await checkAuthorizationRequest(query, endpoint.policy);
+  if ("error" in checked) return refusal(endpoint, request, checked);
+  const approver = approverOf(request);
+  const stale = signInAgain(
+    endpoint,
+    request,
+    `${new URL(setup.path, runtime.urls.issuer).pathname}?${query}`,
+  );
+  if (stale !== undefined) return stale;
+  const capabilities = askedCapabilities(runtime, checked);
+  if (capabilities.length === 0)
+    return back(
+      runtime,
+      checked.redirectUri,
+      checked.state,
+      "invalid_scope",
+      "nothing asked for is served at this resource",
+    );
+  const signed = await consent.sign({
+    subject: approver,
+    audience: consent.url,
+    claims: {
+      client_id: checked.client.clientId,
+      redirect_uri: checked.redirectUri,
+      code_challenge: checked.codeChallenge,
+      scope: capabilities.join(" "),
+      resource: checked.resource,
+      ...(checked.state === undefined ? {} : { state: checked.state }),
+    },
+  });
+  return setup.options.consentPage(request, {
+    clientId: checked.client.clientId,
+    ...(checked.client.name === undefined ? {} : { clientName: checked.client.name }),
+    redirectHost: redirectHostOf(checked.redirectUri),
+    capabilities: capabilities.map((name) => ({
+      name,
+      description: runtime.registry.get(name)?.description ?? "",
+    })),
+    resource: checked.resource,
+    consentToken: signed.token,
+    action: new URL(setup.path, runtime.urls.issuer).pathname,
+  });
+}
+
+/** Step 2: the human's answer, with the consent token this human was given for this request. */
+async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Request) {
+  const { runtime } = endpoint;
+  const approver = approverOf(request);
+  const form = await readOAuthParameters(request, 8192);
+  if ("error" in form)
+    return errorPage(endpoint, request, "invalid_request", "the form could not be read");
+  const action = form.get("action");
+  const claims = await readConsent(consent, form.get("consent"), approver);
+  if (claims === undefined || (action !== "approve" && action !== "deny"))
+    return errorPage(
+      endpoint,
+      request,
+      "invalid_request",
+      "the consent form has expired or is incomplete; start again from the application",
+    );
+  // The client must still be what it was, and the redirect URI still its own.
+  const checked = await checkAuthorizationRequest(authorizeQuery(claims), endpoint.policy);
+  if ("error" in checked) return refusal(endpoint, request, checked);
+  const stale = signInAgain(
+    endpoint,
+    request,
+    `${new URL(consent.url).pathname}?${authorizeQuery(claims)}`,
+  );
+  if (stale !== undefined) return stale;
+  // One answer per consent token: a second post of the same form approves nothing.
+  const fresh = await runtime.store(() =>
+    runtime.replay.setIfAbsent(`consent:${claims.jti}`, (claims.exp + 60) * 1000, runtime.now()),
+  );
+  if (!fresh)
+    return errorPage(endpoint, request, "invalid_request", "this consent was already answered");
+  if (action === "deny")
+    return back(
+      runtime,
+      checked.redirectUri,
+      checked.state,
+      "access_denied",
+      "the request was denied",
+    );
+  const scope = claims.scope.split(" ");
+  const grant = await createGrant(endpoint, checked, scope, approver);
+  const code = await issueAuthorizationCode(endpoint.codes, runtime.now(), {
+    clientId: checked.client.clientId,
+    redirectUri: checked.redirectUri,
+    codeChallenge: checked.codeChallenge,
+    resource: checked.resource,
+    scope,
+    grantId: grant.grantId,
+    approvedBy: approver,
+    expiresAt: runtime.now() + CODE_LIFETIME_MS,
+  });
+  return authorizationRedirect(checked.redirectUri, runtime.urls.issuer, { code }, checked.state);
+}
+
+interface ConsentClaims {
+  readonly jti: string;
+  readonly exp: number;
+  readonly client_id: string;
+  readonly redirect_uri: string;
+  readonly code_challenge: string;
+  readonly scope: string;
+  readonly resource: string;
+  readonly state?: string;
+}
+
+async function readConsent(
+  consent: Consent,
+  token: string | undefined,
+  approver: string,
+): Promise<ConsentClaims | undefined> {
+  if (token === undefined) return undefined;
+  try {
+    const { claims } = await consent.verify(token, { audience: consent.url });
+    const fields = ["client_id", "redirect_uri", "code_challenge", "scope", "resource"] as const;
+    if (claims.sub !== approver || fields.some((name) => typeof claims[name] !== "string"))
+      return undefined;
+    if (claims.state !== undefined && typeof claims.state !== "string") return undefined;
+    return claims as unknown as ConsentClaims;
+  } catch (error) {
+    if (error instanceof JwtInvalidError) return undefined;
+    throw error;
+  }
+}
+
+/** The authorization request a consent token stands for, as a query. */
+function authorizeQuery(claims: ConsentClaims): URLSearchParams {
+  return new URLSearchParams({
+    response_type: "code",
+    client_id: claims.client_id,
+    redirect_uri: claims.redirect_uri,
+    code_challenge: claims.code_challenge,
+    code_challenge_method: "S256",
+    scope: claims.scope,
+    resource: claims.resource,
+    ...(claims.state === undefined ? {} : { state: claims.state }),
+  });
+}
+
+/** The capabilities asked for that are served at the resource; none asked, all of its scopes. */
+function askedCapabilities(
+  runtime: AgentRuntime,
+  checked: AuthorizationRequest,
+): readonly string[] {
+  const tools = toolNames(runtime.registry);
+  const asked =
+    checked.scope.length > 0
+      ? checked.scope
+      : checked.resource === runtime.urls.mcp && runtime.mcp !== undefined
+        ? runtime.mcp.scopes
+        : tools;
+  return resourceTarget(runtime, asked, checked.resource)?.capabilities ?? [];
+}
+
+/** One grant per approval, for the client: its principal is the client id, never the human. */
+async function createGrant(
+  endpoint: AuthorizeEndpoint,
+  checked: AuthorizationRequest,
+  capabilities: readonly string[],
+  approvedBy: string,
+): Promise<Grant> {
+  const { runtime } = endpoint;
+  const now = runtime.now();
+  const grant: Grant = {
+    grantId: randomToken(16),
+    principalId: checked.client.clientId,
+    status: "active",
+    capabilities: [...capabilities],
+    approvedBy,
+    createdAt: now,
+    expiresAt: now + endpoint.grantTtlSeconds * 1000,
+  };
+  await runtime.store(() => runtime.grants.create(grant));
+  runtime.emit({
+    type: "grant.created",
+    grantId: grant.grantId,
+    principalId: grant.principalId,
+    approvedBy,
+    capabilities: grant.capabilities,
+    expiresAt: grant.expiresAt,
+  });
+  return grant;
+}
+
+/** A stale sign-in goes to sign in again, and comes back to `back`. */
+function signInAgain(
+  endpoint: AuthorizeEndpoint,
+  request: Request,
+  back: string,
+): Response | undefined {
+  const { setup, runtime } = endpoint;
+  const at = setup.options.signedInAt(request);
+  if (at !== undefined && runtime.now() - at <= setup.maxSignInAgeMs) return undefined;
+  return new Response(null, {
+    status: 303,
+    headers: {
+      location: `${setup.options.signInPath}?again&next=${encodeURIComponent(back)}`,
+      "cache-control": "no-store",
+    },
+  });
+}
+
+function refusal(
+  endpoint: AuthorizeEndpoint,
+  request: Request,
+  refused: Exclude<Awaited<ReturnType<typeof checkAuthorizationRequest>>, AuthorizationRequest>,
+): Promise<Response> | Response {
+  if (!refused.redirect) return errorPage(endpoint, request, refused.error, refused.description);
+  return back(
+    endpoint.runtime,
+    refused.redirectUri,
+    refused.state,
+    refused.error,
+    refused.description,
+  );
+}
+
+function back(
+  runtime: AgentRuntime,
+  redirectUri: string,
+  state: string | undefined,
+  error: string,
+  description: string,
+): Response {
+  return authorizationRedirect(
+    redirectUri,
+    runtime.urls.issuer,
+    { error, error_description: description },
+    state,
+  );
+}
+
+async function errorPage(
+  endpoint: AuthorizeEndpoint,
+  request: Request,
+  error: string,
+  description: string,
+): Promise<Response> {
+  const custom = endpoint.setup.options.errorPage;
+  if (custom !== undefined) return custom(request, { error, description });
+  const page = `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${escapeHtml(description)}</p>`;
+  return new Response(page, {
+    status: 400,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  });
+}
+
+/** Never in a frame: a consent page another site frames can be clicked through (RFC 9700 §4.16). */
+function withoutFraming(response: Response): Response {
+  const set = (headers: Headers) => {
+    headers.set("x-frame-options", "DENY");
+    const csp = headers.get("content-security-policy");
+    if (csp === null) headers.set("content-security-policy", "frame-ancestors 'none'");
+    else if (!/frame-ancestors/i.test(csp))
+      headers.set("content-security-policy", `${csp}; frame-ancestors 'none'`);
+    headers.set("cache-control", "no-store");
+  };
+  try {
+    set(response.headers);
+    return response;
+  } catch {
+    const copy = new Response(response.body, response);
+    set(copy.headers);
+    return copy;
+  }
+}
+
+/** The host the human goes back to, or the scheme of an app's own URI. */
+function redirectHostOf(uri: string): string {
+  const url = new URL(uri);
+  return url.protocol === "https:" || url.protocol === "http:"
+    ? url.host
+    : url.protocol.slice(0, -1);
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+/**
+ * Mints access tokens for the authorization-code grants: from the grant as
+ * the store holds it now (active, the client's), the scope ∩ the grant, for
+ * the resource; a revoked or expired grant is `invalid_grant`.
+ */
+export function codeTokenIssuer(
+  runtime: AgentRuntime,
+): (input: CodeGrantIssue) => Promise<IssuedToken | OAuthFailure> {
+  return async ({ client, grantId, scope, resource, jkt, grantType: via }) => {
+    const grant = await runtime.store(() => runtime.grants.get(grantId));
+    if (
+      grant === undefined ||
+      grant.principalId !== client.clientId ||
+      effectiveStatus(grant, runtime.now()) !== "active"
+    )
+      return { error: "invalid_grant", description: "the grant was revoked or has expired" };
+    const held = scope.filter((name) => grant.capabilities.includes(name));
+    const target = resourceTarget(runtime, held, resource);
+    if (target === undefined || target.capabilities.length === 0)
+      return { error: "invalid_grant", description: "the grant no longer holds what was asked" };
+    const minted = await runtime.tokens.mint({
+      principalId: client.clientId,
+      grantId,
+      capabilities: target.capabilities,
+      audience: target.audience,
+      ...(jkt === undefined ? {} : { jkt }),
+    });
+    runtime.emit({
+      type: "token.issued",
+      grantId,
+      principalId: client.clientId,
+      tokenId: minted.jti,
+      capabilities: target.capabilities,
+      audience: target.audience,
+      via,
+    });
+    return {
+      accessToken: minted.token,
+      expiresIn: minted.expiresIn,
+      scope: target.capabilities,
+      tokenType: jkt === undefined ? "Bearer" : "DPoP",
+    };
+  };
+}
+
+/** Ends a grant a replayed code or refresh token came from. */
+export function grantRevoker(runtime: AgentRuntime): (grantId: string) => Promise<void> {
+  return async (grantId) => {
+    const revoked = await runtime.store(() =>
+      runtime.grants.revoke(grantId, undefined, runtime.now()),
+    );
+    if (revoked !== undefined)
+      runtime.emit({
+        type: "grant.revoked",
+        grantId,
+        principalId: revoked.principalId,
+        capabilities: revoked.capabilities,
+        whole: true,
+      });
+  };
+}
