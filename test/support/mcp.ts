@@ -119,6 +119,13 @@ export async function mcpSite(
     clients,
     pollIntervalSeconds: 1,
     mcp: {},
+    // With the authorization-code grant on, the RFC 8414 document names the authorization
+    // endpoint the SDKs require, and their stock discovery runs as it would for any client.
+    authorizationCode: {
+      consentPage: () => new Response("consent", { headers: { "content-type": "text/plain" } }),
+      signedInAt: () => undefined,
+      signInPath: "/login",
+    },
     capabilities: capabilities(base, ran),
     onEvent: (event) => events.push(event),
     onError: (error) => errors.push(error),
@@ -211,29 +218,6 @@ export interface ClientOptions {
   readonly dpop?: modern.DpopSession;
 }
 
-/**
- * The discovery the SDK clients would do, handed to them directly. Both lines
- * refuse RFC 8414 metadata without `authorization_endpoint`, which a server
- * with no authorization-code flow has none of; so the providers are given
- * the server's own documents (fetched here, unchanged but for that one
- * field) as their cached discovery state, and every other step (challenge,
- * token request with `resource`, step-up) is the SDKs' own.
- */
-async function discoveryStateOf(base: string, mcpUrl: string) {
-  const metadata = (await (
-    await fetch(`${base}/.well-known/oauth-authorization-server`)
-  ).json()) as Record<string, unknown>;
-  const resource = new URL(mcpUrl);
-  const prm = await (
-    await fetch(`${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`)
-  ).json();
-  return {
-    authorizationServerUrl: base,
-    authorizationServerMetadata: { ...metadata, authorization_endpoint: `${base}/unused` },
-    resourceMetadata: prm,
-  } as never;
-}
-
 /** A connected client of `line` for the MCP endpoint at `mcpUrl`, by client credentials. */
 export async function connect(
   line: Line,
@@ -241,7 +225,6 @@ export async function connect(
   mcpUrl: string,
   options: ClientOptions = {},
 ): Promise<AnyClient & { provider: { tokens(): unknown } }> {
-  const state = await discoveryStateOf(base, mcpUrl);
   const credentials = {
     clientId: options.id ?? AGENT_ID,
     clientSecret: options.secret ?? AGENT_SECRET,
@@ -250,11 +233,7 @@ export async function connect(
   };
   const url = new URL(mcpUrl);
   if (line === "sdk 1.32") {
-    const provider = new (class extends LegacyCredentials {
-      discoveryState() {
-        return state;
-      }
-    })(credentials);
+    const provider = new LegacyCredentials(credentials);
     const client = new LegacyClient({ name: "test-agent", version: "1.0.0" });
     await client.connect(
       new LegacyTransport(url, {
@@ -266,9 +245,6 @@ export async function connect(
   }
   const dpop = options.dpop;
   const provider = new (class extends modern.ClientCredentialsProvider {
-    discoveryState() {
-      return state;
-    }
     dpop() {
       return dpop;
     }
