@@ -23,6 +23,7 @@ import {
   issueAuthorizationCode,
   type OAuthFailure,
   readOAuthParameters,
+  refreshTokenTtlOption,
 } from "../oauth2/index.ts";
 import { toolNames } from "./capabilities.ts";
 import { effectiveStatus, type Grant } from "./grants.ts";
@@ -159,14 +160,7 @@ export function checkAuthorizationCodeOptions(
     maxSignInAgeMs:
       integerOption(WHERE, "maxSignInAgeSeconds", options.maxSignInAgeSeconds, 600, 30, 86_400) *
       1000,
-    refreshTokenTtlSeconds: integerOption(
-      WHERE,
-      "refreshTokenTtlSeconds",
-      options.refreshTokenTtlSeconds,
-      2_592_000,
-      60,
-      31_536_000,
-    ),
+    refreshTokenTtlSeconds: refreshTokenTtlOption(WHERE, options.refreshTokenTtlSeconds),
   };
 }
 

@@ -28,6 +28,7 @@ export type {
   IssuedToken,
   TokenEndpointDpop,
 } from "./server-options.ts";
+export { refreshTokenTtlOption } from "./server-options.ts";
 
 export interface AuthorizationServer {
   readonly metadata: AuthorizationServerMetadata;

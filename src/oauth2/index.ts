@@ -48,6 +48,7 @@ export {
   type DeviceAuthorizationListener,
   type DeviceGrant,
   type IssuedToken,
+  refreshTokenTtlOption,
   type TokenEndpointDpop,
 } from "./authorization-server.ts";
 export {

@@ -408,6 +408,11 @@ export function checkServerOptions(options: AuthorizationServerOptions): ServerS
   };
 }
 
+/** A refresh token lifetime in seconds: a minute to a year, 30 days by default. */
+export function refreshTokenTtlOption(where: string, value: unknown): number {
+  return integerOption(where, "refreshTokenTtlSeconds", value, 2_592_000, 60, 31_536_000);
+}
+
 function codeGrantOption(
   options: AuthorizationCodeOptions | undefined,
 ): CodeGrantSettings | undefined {
@@ -439,14 +444,7 @@ function codeGrantOption(
     refreshTokens: options.refreshTokens,
     issue: options.issue,
     revokeGrant: options.revokeGrant,
-    refreshTokenTtlSeconds: integerOption(
-      where,
-      "refreshTokenTtlSeconds",
-      options.refreshTokenTtlSeconds,
-      2_592_000,
-      60,
-      31_536_000,
-    ),
+    refreshTokenTtlSeconds: refreshTokenTtlOption(where, options.refreshTokenTtlSeconds),
     authorizationPath: mountPathOption(
       where,
       "authorizationPath",
