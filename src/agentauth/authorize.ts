@@ -1,5 +1,11 @@
 import { randomToken } from "../core/encoding.ts";
-import { AccessDeniedError, InvalidOptionsError, JwtInvalidError } from "../core/errors.ts";
+import {
+  AccessDeniedError,
+  AuthenticationRequiredError,
+  InvalidOptionsError,
+  JwtInvalidError,
+  StoreUnavailableError,
+} from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import {
@@ -8,7 +14,7 @@ import {
   mountPathOption,
   rejectUnknownKeys,
 } from "../core/options.ts";
-import { problemResponse } from "../core/problem.ts";
+import { problemResponse, reportError } from "../core/problem.ts";
 import { jwtSigner, jwtVerifier, type KeySet } from "../jwt/index.ts";
 import {
   type AuthorizationCodeStore,
@@ -203,9 +209,18 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
           : await answer(endpoint, consent, request),
       );
     } catch (error) {
+      // The chain's rule should have asked for a sign-in; without one, nobody is asked anything.
+      if (error instanceof AuthenticationRequiredError)
+        return problemResponse(401, { detail: "Sign in to approve a client." });
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
-      throw error;
+      if (error instanceof StoreUnavailableError)
+        return problemResponse(503, {
+          detail: "Try again shortly.",
+          headers: { "retry-after": "1" },
+        });
+      reportError(runtime.onError, error, request);
+      return problemResponse(500);
     }
   };
 }
