@@ -418,6 +418,8 @@ describe("dynamic registration options", () => {
     [{ overall: { limit: 0, windowSeconds: 60 } }],
     [{ clientTtlSeconds: 10 }],
     [{ path: "register" }],
+    [{ path: "/oauth/token" }],
+    [{ path: "/oauth/authorize" }],
   ])("throws on %j", async (options) => {
     await expect(
       agentAuth({
