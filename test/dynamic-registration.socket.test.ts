@@ -9,6 +9,7 @@
 import { request as httpRequest } from "node:http";
 import { registerClient } from "@modelcontextprotocol/client";
 import * as oauth from "oauth4webapi";
+import { authz, basicAuth, csrf, newHandler, passwordCredentials, sessions } from "portcullis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentAuth, agentAuth } from "../src/agentauth/index.ts";
 import { bindAuthentication, createAuthentication } from "../src/core/authentication.ts";
@@ -357,6 +358,17 @@ describe("dynamic client registration", () => {
     expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(60);
   });
 
+  it("an address refused by the overall budget gets its count back", async () => {
+    const at = await site({
+      perAddress: { limit: 1, windowSeconds: 600 },
+      overall: { limit: 1, windowSeconds: 60 },
+    });
+    expect((await register(at, goodMetadata, "127.0.0.1")).status).toBe(201);
+    expect((await register(at, goodMetadata, "127.0.0.2")).status).toBe(429);
+    at.advance(61_000);
+    expect((await register(at, goodMetadata, "127.0.0.2")).status).toBe(201);
+  });
+
   it("a full store refuses newcomers and keeps every registered client working", async () => {
     const at = await site({ maxClients: 2 });
     const first = await register(at, goodMetadata);
@@ -408,6 +420,75 @@ describe("dynamic client registration", () => {
       ).status,
     ).toBe(201);
     expect((await register(at, goodMetadata)).status).toBe(404);
+  });
+});
+
+describe("dynamic registration behind the chain", () => {
+  /** Registration behind the chain, one proxy in front: the budgets count the address it forwards. */
+  async function chained(): Promise<string> {
+    let handler: (request: Request, ...rest: unknown[]) => Promise<Response> = async () =>
+      new Response(null);
+    const served = await serveFetch((request, ...rest) => handler(request, ...rest));
+    servers.push(served);
+    const agents = await agentAuth({
+      issuer: served.url,
+      clients: new MemoryClientStore(),
+      keys,
+      capabilities: [{ name: "read", description: "Reads.", handler: () => "read" }],
+      authorizationCode: {
+        consentPage: () => new Response(),
+        signedInAt: () => undefined,
+        signInPath: "/login",
+        dynamicRegistration: { perAddress: { limit: 2, windowSeconds: 600 } },
+      },
+    });
+    handler = newHandler(
+      async (request) => (await agents.route(request)) ?? new Response(null, { status: 404 }),
+      {
+        clientAddress: nodeServerClientAddress,
+        trustProxy: 1,
+        session: sessions({ secure: false }),
+        // Basic would answer a wrong Basic header with 401, but for the endpoints agents serves.
+        authentication: [
+          agents.authenticator,
+          basicAuth({
+            credentials: passwordCredentials({ findUser: () => undefined, throttle: false }),
+            required: false,
+          }),
+        ],
+        csrf: csrf({ trustedOrigins: ["https://app.example.test"] }),
+        authorization: authz.routes([
+          authz.match("GET", "/.well-known/**").permitAll(),
+          authz.match("POST", "/oauth/register").permitAll(),
+        ]),
+      },
+    );
+    return served.url;
+  }
+
+  const registerVia = (base: string, forwardedFor: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": forwardedFor, ...headers },
+      body: JSON.stringify(goodMetadata),
+    });
+
+  it("the chain's authenticators leave it alone: a wrong Authorization header changes nothing", async () => {
+    const base = await chained();
+    const response = await registerVia(base, "203.0.113.5", {
+      authorization: `Basic ${btoa("nobody:wrong-secret-0123456789")}`,
+    });
+    expect(response.status).toBe(201);
+    expect(((await response.json()) as { client_id: string }).client_id).toMatch(/^dyn:/);
+  });
+
+  it("the budget is the address the chain resolved", async () => {
+    const base = await chained();
+    for (let i = 0; i < 2; i++) expect((await registerVia(base, "203.0.113.5")).status).toBe(201);
+    const refused = await registerVia(base, "203.0.113.5");
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: "temporarily_unavailable" });
+    expect((await registerVia(base, "203.0.113.6")).status).toBe(201);
   });
 });
 
