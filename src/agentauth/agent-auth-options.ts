@@ -374,6 +374,16 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
     throw new InvalidOptionsError(
       `${WHERE}: authorizationCode.path collides with another endpoint`,
     );
+  const registration = authorizationCode?.dynamicRegistration?.path;
+  if (
+    registration !== undefined &&
+    (Object.values(paths).includes(registration) ||
+      registration === mcp?.path ||
+      registration === authorizationCode?.path)
+  )
+    throw new InvalidOptionsError(
+      `${WHERE}: authorizationCode.dynamicRegistration.path collides with another endpoint`,
+    );
   const dpop =
     options.dpop === undefined
       ? undefined

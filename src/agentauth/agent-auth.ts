@@ -12,6 +12,7 @@ import {
   authorizationServer,
   type ClientStore,
   clientsWithMetadataDocuments,
+  clientsWithRegistrations,
   type DeviceAuthorizationListener,
   DeviceAuthorizationService,
   MemoryAuthorizationCodeStore,
@@ -21,6 +22,7 @@ import {
   protectedResourceMetadataEndpoint,
   protectedResourceMetadataUrl,
   type RefreshTokenStore,
+  registrationEndpoint,
   type TokenEndpointDpop,
   userCodeHash,
 } from "../oauth2/index.ts";
@@ -151,6 +153,18 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
   ]);
   if (setup.mcp !== undefined)
     byPath.set(pathOfUrl(setup.mcp.metadata), mcpMetadata(setup, runtime));
+  // Registration authenticates nobody: it answers in RFC 7591's shape whatever the chain holds.
+  const registration = codes?.setup.dynamicRegistration;
+  if (registration !== undefined)
+    byPath.set(
+      registration.path,
+      registrationEndpoint({
+        settings: registration,
+        storeTimeoutMs: numbers.storeTimeoutMs,
+        now: runtime.now,
+        maxBodyBytes: REGISTRATION_BODY_BYTES,
+      }),
+    );
   const oauthPaths = new Set<string>(Object.values(oauth.paths));
   // The MCP endpoint authenticates itself too, though `mcpEndpoint` serves it.
   if (setup.mcp !== undefined) oauthPaths.add(pathOfUrl(setup.mcp.url));
@@ -296,6 +310,9 @@ function agentOAuth(
             refreshTokenTtlSeconds: codes.setup.refreshTokenTtlSeconds,
             authorizationPath: codes.setup.path,
             clientMetadataDocuments: codes.setup.options.clientMetadataDocuments !== undefined,
+            ...(codes.setup.dynamicRegistration === undefined
+              ? {}
+              : { registrationPath: codes.setup.dynamicRegistration.path }),
             now: runtime.now,
           },
         }),
@@ -311,17 +328,25 @@ interface CodeFlow {
   readonly refreshTokens: RefreshTokenStore;
 }
 
+// Twenty redirect URIs of 2000 characters and a name fit; anything larger is no client's metadata.
+const REGISTRATION_BODY_BYTES = 65_536;
+
 function codeFlow(setup: Setup): CodeFlow | undefined {
   const code = setup.numbers.authorizationCode;
   if (code === undefined) return undefined;
   const stores = setup.options.stores ?? {};
   const documents = code.options.clientMetadataDocuments;
+  const configured =
+    documents === undefined
+      ? setup.options.clients
+      : clientsWithMetadataDocuments(setup.options.clients, documents);
+  const registered = code.dynamicRegistration?.clients;
   return {
     setup: code,
     clients:
-      documents === undefined
-        ? setup.options.clients
-        : clientsWithMetadataDocuments(setup.options.clients, documents),
+      registered === undefined
+        ? configured
+        : clientsWithRegistrations(configured, registered, setup.options.now ?? Date.now),
     store: stores.authorizationCodes ?? new MemoryAuthorizationCodeStore(),
     refreshTokens: stores.refreshTokens ?? new MemoryRefreshTokenStore(),
   };

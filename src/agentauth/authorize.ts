@@ -25,6 +25,9 @@ import {
   type ClientMetadataDocuments,
   type CodeGrantIssue,
   checkAuthorizationRequest,
+  checkDynamicRegistrationOptions,
+  type DynamicRegistrationOptions,
+  type DynamicRegistrationSettings,
   type IssuedToken,
   issueAuthorizationCode,
   type OAuthFailure,
@@ -108,6 +111,13 @@ export interface AgentAuthorizationCodeOptions {
    */
   readonly clientMetadataDocuments?: ClientMetadataDocuments;
   /**
+   * RFC 7591 dynamic client registration, for MCP clients that cannot use a
+   * Client ID Metadata Document: public clients only, bounded and rate limited.
+   *
+   * @default off — no registration endpoint
+   */
+  readonly dynamicRegistration?: DynamicRegistrationOptions;
+  /**
    * Refresh token lifetime, in seconds; a refresh never outlives the grant.
    *
    * @default 2_592_000 (30 days)
@@ -127,6 +137,7 @@ export interface AuthorizationCodeSetup {
   readonly path: string;
   readonly maxSignInAgeMs: number;
   readonly refreshTokenTtlSeconds: number;
+  readonly dynamicRegistration?: DynamicRegistrationSettings;
 }
 
 const WHERE = "agentAuth: authorizationCode";
@@ -143,6 +154,7 @@ export function checkAuthorizationCodeOptions(
     "signInPath",
     "maxSignInAgeSeconds",
     "clientMetadataDocuments",
+    "dynamicRegistration",
     "refreshTokenTtlSeconds",
     "path",
   ]);
@@ -167,6 +179,14 @@ export function checkAuthorizationCodeOptions(
       integerOption(WHERE, "maxSignInAgeSeconds", options.maxSignInAgeSeconds, 600, 30, 86_400) *
       1000,
     refreshTokenTtlSeconds: refreshTokenTtlOption(WHERE, options.refreshTokenTtlSeconds),
+    ...(options.dynamicRegistration === undefined
+      ? {}
+      : {
+          dynamicRegistration: checkDynamicRegistrationOptions(
+            `${WHERE}: dynamicRegistration`,
+            options.dynamicRegistration,
+          ),
+        }),
   };
 }
 

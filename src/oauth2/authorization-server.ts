@@ -77,6 +77,9 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
           authorization: {
             path: settings.authorizationCode.authorizationPath,
             clientMetadataDocuments: settings.authorizationCode.clientMetadataDocuments,
+            ...(settings.authorizationCode.registrationPath === undefined
+              ? {}
+              : { registrationPath: settings.authorizationCode.registrationPath }),
           },
         }),
   });

@@ -13,6 +13,7 @@ import {
 } from "../core/options.ts";
 import { addressBytes, addressGuard } from "./address-guard.ts";
 import { redirectUriProblem } from "./redirect-uri.ts";
+import { hasUnshowable, isShowableName, MAX_CLIENT_NAME_LENGTH } from "./showable.ts";
 
 /**
  * What a Client ID Metadata Document says about its client, checked. The
@@ -165,15 +166,11 @@ export interface ClientMetadataDocuments {
 /** Longest client id accepted. */
 export const MAX_CLIENT_ID_URL_LENGTH = 1024;
 const MAX_REDIRECT_URIS = 20;
-const MAX_NAME_LENGTH = 200;
 const MAX_SCOPE_LENGTH = 1000;
 const MAX_LIST_ITEMS = 20;
 const MAX_LIST_ITEM_LENGTH = 200;
 
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
-// Control, format (bidirectional overrides, zero-width) and line-separator characters would let
-// a name spoof the consent page.
-const UNSHOWABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function fail(reason: ClientMetadataFailureReason, message: string, cause?: unknown): never {
   throw new ClientMetadataError(reason, message, cause === undefined ? undefined : { cause });
@@ -261,21 +258,15 @@ export function checkClientMetadata(clientId: string, document: unknown): Client
       fail("invalid_document", `a redirect URI of the document has ${problem}`);
   }
   const name = doc.client_name;
-  if (
-    name !== undefined &&
-    (typeof name !== "string" ||
-      name.trim() === "" ||
-      name.length > MAX_NAME_LENGTH ||
-      UNSHOWABLE.test(name))
-  )
+  if (name !== undefined && !isShowableName(name))
     fail(
       "invalid_document",
-      `the document's client_name is not a showable name of at most ${MAX_NAME_LENGTH} characters`,
+      `the document's client_name is not a showable name of at most ${MAX_CLIENT_NAME_LENGTH} characters`,
     );
   const scope = doc.scope;
   if (
     scope !== undefined &&
-    (typeof scope !== "string" || scope.length > MAX_SCOPE_LENGTH || UNSHOWABLE.test(scope))
+    (typeof scope !== "string" || scope.length > MAX_SCOPE_LENGTH || hasUnshowable(scope))
   )
     fail("invalid_document", "the document's scope is not a short string");
   const keys = privateKeyJwtKeys(doc, method);

@@ -71,6 +71,16 @@ export {
   parseClientIdUrl,
 } from "./client-metadata-document.ts";
 export {
+  checkDynamicRegistrationOptions,
+  checkRegistrationMetadata,
+  type DynamicRegistrationOptions,
+  type DynamicRegistrationSettings,
+  type RegisteredMetadata,
+  type RegistrationBudget,
+  type RegistrationEndpointOptions,
+  registrationEndpoint,
+} from "./client-registration.ts";
+export {
   ALL_GRANT_TYPES,
   type ClientKind,
   type ClientRegistration,
@@ -122,6 +132,13 @@ export {
   type RefreshTokenRecord,
   type RefreshTokenStore,
 } from "./refresh-token-store.ts";
+export {
+  clientsWithRegistrations,
+  MemoryRegisteredClientStore,
+  type MemoryRegisteredClientStoreOptions,
+  REGISTERED_CLIENT_PREFIX,
+  type RegisteredClientStore,
+} from "./registered-clients.ts";
 export type { ScopePolicy } from "./scope.ts";
 export { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET } from "./user-code.ts";
 export {

@@ -23,6 +23,8 @@ export interface AuthorizationServerMetadata {
   readonly authorization_response_iss_parameter_supported?: boolean;
   /** Client ids may be Client ID Metadata Document URLs. */
   readonly client_id_metadata_document_supported?: boolean;
+  /** RFC 7591: where clients register themselves, when dynamic registration is on. */
+  readonly registration_endpoint?: string;
 }
 
 /** What the metadata document is made from: every URL is built from the issuer, never from a request. */
@@ -42,7 +44,12 @@ export interface MetadataSource {
   /** Published as `protected_resources` (absolute URLs). */
   readonly protectedResources?: readonly string[];
   /** The authorization endpoint's path, when the authorization-code grant is served. */
-  readonly authorization?: { readonly path: string; readonly clientMetadataDocuments: boolean };
+  readonly authorization?: {
+    readonly path: string;
+    readonly clientMetadataDocuments: boolean;
+    /** The registration endpoint's path, when dynamic registration is on. */
+    readonly registrationPath?: string;
+  };
 }
 
 /** The RFC 8414 document, frozen. */
@@ -79,6 +86,9 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
           ...(authorization.clientMetadataDocuments
             ? { client_id_metadata_document_supported: true }
             : {}),
+          ...(authorization.registrationPath === undefined
+            ? {}
+            : { registration_endpoint: url(authorization.registrationPath) }),
         }),
   });
 }

@@ -326,6 +326,13 @@ export interface AuthorizationCodeOptions {
    */
   readonly clientMetadataDocuments?: boolean;
   /**
+   * Where RFC 7591 dynamic registration is served, published as
+   * `registration_endpoint` (the endpoint is the application's: `agentAuth` has one).
+   *
+   * @default none — no dynamic registration
+   */
+  readonly registrationPath?: string;
+  /**
    * Clock, in milliseconds since the epoch.
    *
    * @default Date.now
@@ -342,6 +349,7 @@ export interface CodeGrantSettings {
   readonly refreshTokenTtlSeconds: number;
   readonly authorizationPath: string;
   readonly clientMetadataDocuments: boolean;
+  readonly registrationPath?: string;
   readonly now: () => number;
 }
 
@@ -428,6 +436,7 @@ function codeGrantOption(
     "refreshTokenTtlSeconds",
     "authorizationPath",
     "clientMetadataDocuments",
+    "registrationPath",
     "now",
   ]);
   functionOptions(where, options, ["issue", "revokeGrant", "now"], ["issue", "revokeGrant"]);
@@ -451,6 +460,9 @@ function codeGrantOption(
       options.authorizationPath ?? "/oauth/authorize",
     ),
     clientMetadataDocuments: documents,
+    ...(options.registrationPath === undefined
+      ? {}
+      : { registrationPath: mountPathOption(where, "registrationPath", options.registrationPath) }),
     now: options.now ?? Date.now,
   };
 }

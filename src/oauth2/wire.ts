@@ -1,5 +1,5 @@
 /**
- * The OAuth error vocabulary (RFC 6749 §5.2, RFC 8628 §3.5) and the response
+ * The OAuth error vocabulary (RFC 6749 §5.2, RFC 8628 §3.5, RFC 7591 §3.2.2) and the response
  * shapes of the endpoints. Protocol data, kept apart from thrown errors.
  */
 export type OAuthErrorCode =
@@ -19,7 +19,10 @@ export type OAuthErrorCode =
   | "temporarily_unavailable"
   // RFC 9449 §5, §8
   | "invalid_dpop_proof"
-  | "use_dpop_nonce";
+  | "use_dpop_nonce"
+  // RFC 7591 §3.2.2
+  | "invalid_redirect_uri"
+  | "invalid_client_metadata";
 
 /** What a grant callback answers instead of a token: the error and a client-safe description. */
 export interface OAuthFailure {
