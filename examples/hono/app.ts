@@ -27,6 +27,7 @@ import { nodeClientMetadataTransport } from "portcullis/adapters/node";
 import { type AgentEvent, agentSessionFrom } from "portcullis/agentauth";
 import { mcpEndpoint } from "portcullis/mcp";
 import {
+  type ClientMetadataDocuments,
   clientMetadataDocuments,
   clientsWithMetadataDocuments,
   MemoryClientStore,
@@ -73,6 +74,10 @@ export interface ExampleOptions {
   readonly pollIntervalSeconds?: number;
   /** Capability token lifetime, in seconds. Default 120. */
   readonly tokenTtlSeconds?: number;
+  /** Where client ids that are https URLs are looked up. Default fetched by `nodeClientMetadataTransport()`. */
+  readonly clientMetadataDocuments?: ClientMetadataDocuments;
+  /** The clock of the agent parts and of the approval pages' checks. Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 /** The example application: a Hono router behind the whole security chain. */
@@ -94,6 +99,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
 
   const issuer = options.issuer ?? "http://127.0.0.1:3000";
+  const now = options.now ?? Date.now;
   const maxAgeMs =
     1000 *
     (options.approvalMaxAgeSeconds ??
@@ -108,12 +114,14 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
     if (event.type !== "token.issued" && event.type !== "capability.executed") return;
     lastUsed.delete(event.grantId);
     if (lastUsed.size >= 10_000) lastUsed.delete(lastUsed.keys().next().value as string);
-    lastUsed.set(event.grantId, Date.now());
+    lastUsed.set(event.grantId, now());
   };
   // Registered clients, and MCP clients whose id is the https URL of their metadata document
   // (fetched with the SSRF guard: never from a private, loopback or link-local address).
   const clients = new MemoryClientStore();
-  const documents = clientMetadataDocuments({ ...nodeClientMetadataTransport() });
+  const documents =
+    options.clientMetadataDocuments ??
+    clientMetadataDocuments({ ...nodeClientMetadataTransport() });
   const directory = clientsWithMetadataDocuments(clients, documents);
   const agents = await createAgents(
     issuer,
@@ -123,6 +131,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       ...(options.tokenTtlSeconds === undefined
         ? {}
         : { tokenTtlSeconds: options.tokenTtlSeconds }),
+      ...(options.now === undefined ? {} : { now: options.now }),
       // Ids and outcomes only: events never carry tokens or secrets.
       onEvent: (event) => {
         noteUse(event);
@@ -156,7 +165,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
           mine.unshift({
             principalId: outcome.clientId,
             capabilities: outcome.scope,
-            approvedAt: Date.now(),
+            approvedAt: now(),
             userCodeHash: (await userCodeHash(outcome.userCode)) as string,
             expiresAt: outcome.expiresAt,
           });
@@ -192,7 +201,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   // Approving an agent asks for a recent sign-in: a session left open on a shared screen is not enough.
   const signInAgain = (request: Request, back: string): Response | undefined => {
     const at = signedInAt(request);
-    if (at !== undefined && Date.now() - at <= maxAgeMs) return undefined;
+    if (at !== undefined && now() - at <= maxAgeMs) return undefined;
     const next = sameOriginPath(back) ?? "/device";
     return new Response(null, {
       status: 303,
@@ -306,13 +315,13 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       }),
     );
     // Still waiting: the agent's request is pending under the code that was approved.
-    const now = Date.now();
+    const at = now();
     const still = [];
     for (const entry of waiting.get(name) ?? []) {
       const pending =
-        entry.expiresAt > now
+        entry.expiresAt > at
           ? await agents.runtime.store(() =>
-              agents.runtime.pending.getByPrincipal(entry.principalId, now),
+              agents.runtime.pending.getByPrincipal(entry.principalId, at),
             )
           : undefined;
       if (pending?.userCodeHash === entry.userCodeHash) still.push(entry);
