@@ -281,12 +281,12 @@ export interface WaitingRow {
 
 /** Who a grant is for: the name it gave itself, its id, and where it sends people back. */
 function agentCell(principalId: string, name?: string, redirectHosts?: readonly string[]): string {
-  const shown = name === undefined ? "" : `${escapeHtml(name)}<br>`;
+  const shown = name === undefined ? "" : `<strong>${escapeHtml(name)}</strong><br>`;
   const back =
     redirectHosts === undefined || redirectHosts.length === 0
       ? ""
       : `<br><span class="muted">returns to ${escapeHtml(redirectHosts.join(", "))}</span>`;
-  return `${shown}<code>${escapeHtml(principalId)}</code>${back}`;
+  return `${shown}${escapeHtml(principalId)}${back}`;
 }
 
 export function agentsPage(
