@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
+import { mkdirSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -30,6 +31,7 @@ import { launchChromium } from "./browser.ts";
 import { type Served, serveFetch } from "./serve.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ARTIFACTS = `${ROOT}test-artifacts`;
 
 let browser: Browser;
 const servers: Served[] = [];
@@ -38,6 +40,7 @@ const contexts: BrowserContext[] = [];
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
   browser = await launchChromium();
 }, 60_000);
 
@@ -368,6 +371,7 @@ describe("the example's consent page", () => {
     );
     await expect(page.locator("#request img, #request script").count()).resolves.toBe(0);
     await expect(page.title()).resolves.not.toBe("owned");
+    await page.screenshot({ path: `${ARTIFACTS}/consent.png` });
 
     await Promise.all([
       page.waitForURL((url) => url.href.startsWith(redirectUrl)),
@@ -377,6 +381,7 @@ describe("the example's consent page", () => {
     const row = page.locator("tbody tr", { hasText: clientId });
     await expect(row.locator("td").first().textContent()).resolves.toContain(name);
     await expect(page.locator("tbody img, tbody script").count()).resolves.toBe(0);
+    await page.screenshot({ path: `${ARTIFACTS}/connected-clients.png` });
   });
 
   it("sends a person whose sign-in is too old to sign in again, then back to the consent", async () => {

@@ -347,6 +347,7 @@ header { display: flex; gap: 1rem; align-items: center; justify-content: space-b
 header nav { display: flex; gap: 1rem; align-items: center; }
 .brand { font-weight: 600; text-decoration: none; }
 main { max-width: 44rem; margin: 2rem auto; padding: 0 1.5rem; }
+main:has(table) { max-width: 64rem; }
 a { color: var(--accent); }
 .stack { display: grid; gap: .5rem; max-width: 22rem; }
 .row { display: flex; gap: .5rem; }
