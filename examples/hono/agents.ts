@@ -18,17 +18,36 @@ export function demoAgents(env: Record<string, string | undefined> = process.env
 }
 
 /**
+ * The demo MCP client a desktop or IDE client stands for: public (no secret;
+ * PKCE binds its codes), sent back to a loopback URL on whatever port it listens.
+ */
+export const DEMO_DESKTOP_CLIENT = {
+  clientId: "demo-desktop",
+  name: "Demo desktop client",
+  redirectUris: ["http://127.0.0.1/callback"],
+} as const;
+
+/**
  * Agents of the example: they discover the capabilities, a signed-in human
  * approves a grant at /device, and they call the capabilities with
- * short-lived, single-use tokens. Memory stores: one process only.
+ * short-lived, single-use tokens. MCP clients sign in through the
+ * authorization endpoint instead, when `options.authorizationCode` is given.
+ * Memory stores: one process only. `clients` is where the names on the
+ * connected-agents page are looked up.
  */
 export async function createAgents(
   issuer: string,
   options: Partial<Parameters<typeof agentAuth>[0]> = {},
+  clients: MemoryClientStore = new MemoryClientStore(),
 ): Promise<AgentAuth> {
-  const clients = new MemoryClientStore();
   for (const agent of demoAgents())
     await clients.register({ clientId: agent.id, secret: agent.secret, name: agent.name });
+  await clients.register({
+    clientId: DEMO_DESKTOP_CLIENT.clientId,
+    name: DEMO_DESKTOP_CLIENT.name,
+    public: true,
+    redirectUris: [...DEMO_DESKTOP_CLIENT.redirectUris],
+  });
   return agentAuth({
     issuer,
     clients,

@@ -23,15 +23,23 @@ import {
   signedInAt,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
-import { agentSessionFrom } from "portcullis/agentauth";
+import { nodeClientMetadataTransport } from "portcullis/adapters/node";
+import { type AgentEvent, agentSessionFrom } from "portcullis/agentauth";
 import { mcpEndpoint } from "portcullis/mcp";
-import { userCodeHash } from "portcullis/oauth2";
+import {
+  type ClientMetadataDocuments,
+  clientMetadataDocuments,
+  clientsWithMetadataDocuments,
+  MemoryClientStore,
+  userCodeHash,
+} from "portcullis/oauth2";
 import { type DemoAccount, demoAccounts } from "../shared/accounts.ts";
 import { createAgents } from "./agents.ts";
 import {
   adminPage,
   agentsPage,
   approvalOutcomePage,
+  consentPage,
   enterCodePage,
   FAVICON,
   forbiddenPage,
@@ -64,6 +72,12 @@ export interface ExampleOptions {
   readonly approvalMaxAgeSeconds?: number;
   /** Polling interval handed to agents. Default 5 (`PORTCULLIS_POLL_INTERVAL_SECONDS`). */
   readonly pollIntervalSeconds?: number;
+  /** Capability token lifetime, in seconds. Default 120. */
+  readonly tokenTtlSeconds?: number;
+  /** Where client ids that are https URLs are looked up. Default fetched by `nodeClientMetadataTransport()`. */
+  readonly clientMetadataDocuments?: ClientMetadataDocuments;
+  /** The clock of the agent parts and of the approval pages' checks. Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 /** The example application: a Hono router behind the whole security chain. */
@@ -85,6 +99,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
 
   const issuer = options.issuer ?? "http://127.0.0.1:3000";
+  const now = options.now ?? Date.now;
   const maxAgeMs =
     1000 *
     (options.approvalMaxAgeSeconds ??
@@ -92,42 +107,91 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   // Approvals whose agent has not polled yet (no grant exists before), so the
   // connected-agents page shows them at once. Bounded: the newest few per person.
   const waiting = new Map<string, (WaitingRow & { userCodeHash: string; expiresAt: number })[]>();
-  const agents = await createAgents(issuer, {
-    pollIntervalSeconds:
-      options.pollIntervalSeconds ?? Number(process.env.PORTCULLIS_POLL_INTERVAL_SECONDS ?? 5),
-    // The answer to the approval form, as a page of the example.
-    approvalResponse: async ({ action, outcome }, request) => {
-      const viewer = await viewerOf(request);
-      if (outcome.ok && action === "approve") {
-        const mine = (waiting.get(viewer.name) ?? []).slice(0, 9);
-        mine.unshift({
-          principalId: outcome.clientId,
-          capabilities: outcome.scope,
-          approvedAt: Date.now(),
-          userCodeHash: (await userCodeHash(outcome.userCode)) as string,
-          expiresAt: outcome.expiresAt,
-        });
-        waiting.delete(viewer.name);
-        if (waiting.size >= 1000) waiting.delete(waiting.keys().next().value as string);
-        waiting.set(viewer.name, mine);
-      }
-      if (outcome.ok)
-        return html(
-          approvalOutcomePage(
-            viewer,
-            action === "approve"
-              ? "The agent is approved. It can now use what it asked for."
-              : "The agent's request was denied.",
-            true,
+  // When each grant last gave a token or ran a capability: this process's memory, as the
+  // example's stores are; bounded, the oldest entry goes first.
+  const lastUsed = new Map<string, number>();
+  const noteUse = (event: AgentEvent) => {
+    if (event.type !== "token.issued" && event.type !== "capability.executed") return;
+    lastUsed.delete(event.grantId);
+    if (lastUsed.size >= 10_000) lastUsed.delete(lastUsed.keys().next().value as string);
+    lastUsed.set(event.grantId, now());
+  };
+  // Registered clients, and MCP clients whose id is the https URL of their metadata document
+  // (fetched with the SSRF guard: never from a private, loopback or link-local address).
+  const clients = new MemoryClientStore();
+  const documents =
+    options.clientMetadataDocuments ??
+    clientMetadataDocuments({ ...nodeClientMetadataTransport() });
+  const directory = clientsWithMetadataDocuments(clients, documents);
+  const agents = await createAgents(
+    issuer,
+    {
+      pollIntervalSeconds:
+        options.pollIntervalSeconds ?? Number(process.env.PORTCULLIS_POLL_INTERVAL_SECONDS ?? 5),
+      ...(options.tokenTtlSeconds === undefined
+        ? {}
+        : { tokenTtlSeconds: options.tokenTtlSeconds }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+      // Ids and outcomes only: events never carry tokens or secrets.
+      onEvent: (event) => {
+        noteUse(event);
+        console.log("agent event", JSON.stringify(event));
+      },
+      // MCP clients (desktop apps, IDEs): a person signs in, sees the client's request in the
+      // same approval page as the device flow's, and approves; the client then renews its
+      // access with a refresh token until the grant expires or is revoked.
+      authorizationCode: {
+        consentPage: async (request, consent) =>
+          html(consentPage(await viewerOf(request), consent)),
+        errorPage: async (request, { description }) =>
+          html(
+            approvalOutcomePage(
+              await viewerOf(request).catch(() => undefined),
+              `The client's request cannot be answered: ${description}.`,
+              false,
+            ),
+            400,
           ),
+        signedInAt,
+        signInPath: "/login",
+        maxSignInAgeSeconds: Math.max(30, Math.ceil(maxAgeMs / 1000)),
+        clientMetadataDocuments: documents,
+      },
+      // The answer to the approval form, as a page of the example.
+      approvalResponse: async ({ action, outcome }, request) => {
+        const viewer = await viewerOf(request);
+        if (outcome.ok && action === "approve") {
+          const mine = (waiting.get(viewer.name) ?? []).slice(0, 9);
+          mine.unshift({
+            principalId: outcome.clientId,
+            capabilities: outcome.scope,
+            approvedAt: now(),
+            userCodeHash: (await userCodeHash(outcome.userCode)) as string,
+            expiresAt: outcome.expiresAt,
+          });
+          waiting.delete(viewer.name);
+          if (waiting.size >= 1000) waiting.delete(waiting.keys().next().value as string);
+          waiting.set(viewer.name, mine);
+        }
+        if (outcome.ok)
+          return html(
+            approvalOutcomePage(
+              viewer,
+              action === "approve"
+                ? "The agent is approved. It can now use what it asked for."
+                : "The agent's request was denied.",
+              true,
+            ),
+          );
+        const message = problemText(outcome.reason);
+        return html(
+          approvalOutcomePage(viewer, message, false),
+          outcome.reason === "too_many_attempts" ? 429 : 400,
         );
-      const message = problemText(outcome.reason);
-      return html(
-        approvalOutcomePage(viewer, message, false),
-        outcome.reason === "too_many_attempts" ? 429 : 400,
-      );
+      },
     },
-  });
+    clients,
+  );
 
   const viewerOf = async (request: Request): Promise<Viewer> => ({
     name: mustAuthentication(request).name,
@@ -137,7 +201,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   // Approving an agent asks for a recent sign-in: a session left open on a shared screen is not enough.
   const signInAgain = (request: Request, back: string): Response | undefined => {
     const at = signedInAt(request);
-    if (at !== undefined && Date.now() - at <= maxAgeMs) return undefined;
+    if (at !== undefined && now() - at <= maxAgeMs) return undefined;
     const next = sameOriginPath(back) ?? "/device";
     return new Response(null, {
       status: 303,
@@ -234,15 +298,30 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   // Connected agents: the signed-in human's grants, with a Revoke button each.
   app.get("/agents", async (c) => {
     const name = mustAuthentication(c).name;
-    const grants = await agents.grantsApprovedBy(name);
+    const grants = await Promise.all(
+      (await agents.grantsApprovedBy(name)).map(async (grant) => {
+        // An MCP client's grant is for its client id; its name comes from its registration
+        // or its metadata document (cached), and is only ever what it calls itself.
+        const client = await directory.get(grant.principalId).catch(() => undefined);
+        const used = lastUsed.get(grant.grantId);
+        return {
+          ...grant,
+          ...(client?.name === undefined ? {} : { name: client.name }),
+          ...(client?.redirectUris === undefined
+            ? {}
+            : { redirectHosts: client.redirectUris.map((uri) => new URL(uri).host) }),
+          ...(used === undefined ? {} : { lastUsedAt: used }),
+        };
+      }),
+    );
     // Still waiting: the agent's request is pending under the code that was approved.
-    const now = Date.now();
+    const at = now();
     const still = [];
     for (const entry of waiting.get(name) ?? []) {
       const pending =
-        entry.expiresAt > now
+        entry.expiresAt > at
           ? await agents.runtime.store(() =>
-              agents.runtime.pending.getByPrincipal(entry.principalId, now),
+              agents.runtime.pending.getByPrincipal(entry.principalId, at),
             )
           : undefined;
       if (pending?.userCodeHash === entry.userCodeHash) still.push(entry);
@@ -365,6 +444,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/.well-known/**").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),
         match("POST", "/oauth/token").permitAll(),
+        // The consent page: a signed-in person (sent to sign in otherwise), its form behind CSRF.
+        match(["GET", "POST"], "/oauth/authorize").authenticated(),
         match("GET", "/capability/list").permitAll(),
         match("POST", "/capability/execute").permitAll(),
         // The MCP endpoint authenticates every request itself (GET and DELETE answer 405).

@@ -44,7 +44,7 @@ export function loginPage(
   const notice = options.failed
     ? '<p id="error" class="error" role="alert">Wrong username or password.</p>'
     : options.again
-      ? '<p id="again" class="notice" role="status">Please sign in again to approve an agent: your sign-in is too old.</p>'
+      ? '<p id="again" class="notice" role="status">Please sign in again to approve an agent or a client: your sign-in is too old.</p>'
       : "";
   return layout(
     "Sign in",
@@ -140,30 +140,100 @@ ${shown}
   );
 }
 
-/** What the agent asks for, with Approve and Deny: the only form that approves. */
-export function reviewPage(viewer: Viewer, request: ApprovalView): string {
+/**
+ * The one approval design: who asks, for what, Approve / Deny. The device
+ * flow's review and an MCP client's consent both render through it, so a
+ * person learns one page. `heading` and `details` are markup built here from
+ * escaped parts; everything else is escaped on the way in.
+ */
+interface ApprovalCard {
+  readonly title: string;
+  readonly heading: string;
+  readonly details: string;
+  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+  readonly action: string;
+  readonly fields: Readonly<Record<string, string>>;
+  readonly footnote: string;
+}
+
+function approvalPage(viewer: Viewer, card: ApprovalCard): string {
+  const hidden = Object.entries({ _csrf: viewer.csrfToken, ...card.fields })
+    .map(
+      ([name, value]) =>
+        `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(value)}">`,
+    )
+    .join("\n  ");
   return layout(
-    "Approve an agent",
-    `<h1>Approve an agent</h1>
+    card.title,
+    `<h1>${escapeHtml(card.title)}</h1>
 <section class="card" id="request">
-  <h2><span id="agent-name">${escapeHtml(request.agentName ?? request.principalId)}</span> asks for</h2>
-  <p class="muted">Agent id <code id="agent-id">${escapeHtml(request.principalId)}</code> · code <code id="user-code">${escapeHtml(request.userCode)}</code></p>
-  <ul id="capabilities">${request.capabilities
+  <h2>${card.heading}</h2>
+  <p class="muted">${card.details}</p>
+  <ul id="capabilities">${card.capabilities
     .map((c) => `<li><code>${escapeHtml(c.name)}</code>: ${escapeHtml(c.description)}</li>`)
     .join("")}</ul>
 </section>
-<form method="post" action="/device/approve" class="stack">
-  <input type="hidden" name="_csrf" value="${escapeHtml(viewer.csrfToken)}">
-  <input type="hidden" name="user_code" value="${escapeHtml(request.userCode)}">
-  <input type="hidden" name="review" value="${escapeHtml(request.reviewToken)}">
+<form method="post" action="${escapeHtml(card.action)}" class="stack">
+  ${hidden}
   <div class="row">
     <button type="submit" name="action" value="approve">Approve</button>
     <button type="submit" name="action" value="deny" class="secondary">Deny</button>
   </div>
 </form>
-<p class="muted">Approving lets the agent use these capabilities for 24 hours, until you revoke it.</p>`,
+<p class="muted">${escapeHtml(card.footnote)}</p>`,
     viewer,
   );
+}
+
+/** What the agent asks for, with Approve and Deny: the only form that approves. */
+export function reviewPage(viewer: Viewer, request: ApprovalView): string {
+  return approvalPage(viewer, {
+    title: "Approve an agent",
+    heading: `<span id="agent-name">${escapeHtml(request.agentName ?? request.principalId)}</span> asks for`,
+    details: `Agent id <code id="agent-id">${escapeHtml(request.principalId)}</code> · code <code id="user-code">${escapeHtml(request.userCode)}</code>`,
+    capabilities: request.capabilities,
+    action: "/device/approve",
+    fields: { user_code: request.userCode, review: request.reviewToken },
+    footnote: "Approving lets the agent use these capabilities for 24 hours, until you revoke it.",
+  });
+}
+
+/** What an MCP client (or any authorization-code client) asks for at `/oauth/authorize`. */
+export interface ConsentView {
+  readonly clientId: string;
+  /** The client's own claim about itself: anyone can call a client anything. */
+  readonly clientName?: string;
+  readonly redirectHost: string;
+  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
+  readonly resource: string;
+  readonly consentToken: string;
+  readonly action: string;
+}
+
+/**
+ * The consent page: the device flow's approval page, for a client that sends
+ * the person back to it. The name is shown as the client's claim, beside
+ * where the person will be sent, which is what the server checked.
+ */
+export function consentPage(viewer: Viewer, request: ConsentView): string {
+  const heading =
+    request.clientName === undefined
+      ? `<code id="agent-id">${escapeHtml(request.clientId)}</code> asks for`
+      : `A client that calls itself “<span id="agent-name">${escapeHtml(request.clientName)}</span>” asks for`;
+  const id =
+    request.clientName === undefined
+      ? ""
+      : `Client id <code id="agent-id">${escapeHtml(request.clientId)}</code> · `;
+  return approvalPage(viewer, {
+    title: "Approve a client",
+    heading,
+    details: `${id}it sends you back to <code id="redirect-host">${escapeHtml(request.redirectHost)}</code> · for <code id="resource">${escapeHtml(request.resource)}</code>`,
+    capabilities: request.capabilities,
+    action: request.action,
+    fields: { consent: request.consentToken },
+    footnote:
+      "Approving lets this client use these capabilities for 24 hours, renewing its access by itself, until you revoke it on Connected agents. Approve only a client you started yourself.",
+  });
 }
 
 export function approvalOutcomePage(
@@ -189,6 +259,12 @@ export interface GrantRow {
   readonly expiresAt: number;
   /** The DPoP key thumbprint the grant is bound to. */
   readonly jkt?: string;
+  /** The client's name, as it calls itself. */
+  readonly name?: string;
+  /** Where an authorization-code client sends people back: its redirect URIs' hosts. */
+  readonly redirectHosts?: readonly string[];
+  /** When the grant last gave a token or ran a capability, as far as this process saw. */
+  readonly lastUsedAt?: number;
 }
 
 /** A key thumbprint short enough to compare by eye with what the agent prints. */
@@ -203,6 +279,16 @@ export interface WaitingRow {
   readonly approvedAt: number;
 }
 
+/** Who a grant is for: the name it gave itself, its id, and where it sends people back. */
+function agentCell(principalId: string, name?: string, redirectHosts?: readonly string[]): string {
+  const shown = name === undefined ? "" : `<strong>${escapeHtml(name)}</strong><br>`;
+  const back =
+    redirectHosts === undefined || redirectHosts.length === 0
+      ? ""
+      : `<br><span class="muted">returns to ${escapeHtml(redirectHosts.join(", "))}</span>`;
+  return `${shown}${escapeHtml(principalId)}${back}`;
+}
+
 export function agentsPage(
   viewer: Viewer,
   grants: readonly GrantRow[],
@@ -212,9 +298,10 @@ export function agentsPage(
   const waitingRows = waiting
     .map(
       (w) => `<tr class="waiting">
-  <td>${escapeHtml(w.principalId)}</td>
+  <td>${agentCell(w.principalId)}</td>
   <td>${escapeHtml(w.capabilities.join(", ") || "none")}</td>
   <td>${time(w.approvedAt)}</td>
+  <td></td>
   <td></td>
   <td></td>
   <td>approved, waiting for the agent</td>
@@ -224,11 +311,12 @@ export function agentsPage(
     .join("\n");
   const rows = grants
     .map(
-      (g) => `<tr>
-  <td>${escapeHtml(g.principalId)}</td>
+      (g) => `<tr data-grant="${escapeHtml(g.grantId)}">
+  <td>${agentCell(g.principalId, g.name, g.redirectHosts)}</td>
   <td>${escapeHtml(g.capabilities.join(", ") || "none")}</td>
-  <td>${new Date(g.createdAt).toISOString().slice(0, 16).replace("T", " ")}</td>
-  <td>${new Date(g.expiresAt).toISOString().slice(0, 16).replace("T", " ")}</td>
+  <td>${time(g.createdAt)}</td>
+  <td>${g.lastUsedAt === undefined ? "not yet" : time(g.lastUsedAt)}</td>
+  <td>${time(g.expiresAt)}</td>
   <td>${g.jkt === undefined ? "none" : `<code title="${escapeHtml(g.jkt)}">${escapeHtml(shortKey(g.jkt))}</code>`}</td>
   <td>${escapeHtml(g.status)}</td>
   <td>${
@@ -245,7 +333,7 @@ export function agentsPage(
 ${
   grants.length + waiting.length === 0
     ? "<p>You have not approved any agent.</p>"
-    : `<table><thead><tr><th scope="col">Agent</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
+    : `<table><thead><tr><th scope="col">Agent or client</th><th scope="col">Capabilities</th><th scope="col">Approved (UTC)</th><th scope="col">Last used (UTC)</th><th scope="col">Expires (UTC)</th><th scope="col">Key</th><th scope="col">Status</th><th scope="col"></th></tr></thead>
 <tbody>${[waitingRows, rows].filter((r) => r !== "").join("\n")}</tbody></table>`
 }`,
     viewer,
@@ -259,6 +347,7 @@ header { display: flex; gap: 1rem; align-items: center; justify-content: space-b
 header nav { display: flex; gap: 1rem; align-items: center; }
 .brand { font-weight: 600; text-decoration: none; }
 main { max-width: 44rem; margin: 2rem auto; padding: 0 1.5rem; }
+main:has(table) { max-width: 64rem; }
 a { color: var(--accent); }
 .stack { display: grid; gap: .5rem; max-width: 22rem; }
 .row { display: flex; gap: .5rem; }
