@@ -5,7 +5,9 @@
  * consent: who may answer it, how recent their sign-in, once, and never in
  * a frame.
  */
+import { decodeJwt } from "jose";
 import * as oauth from "oauth4webapi";
+import { jwtSigner } from "portcullis/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   AUTHORIZE_PATH,
@@ -328,6 +330,46 @@ describe("who may consent", () => {
     );
     expect(await grantsOfAlice()).toBe(before);
     expect((await site.agents.grantsApprovedBy("bob")).length).toBe(0);
+  });
+
+  it("a consent token made for another endpoint (audience) or of another type is refused; the same for this one is taken", async () => {
+    const consent = await consentFor(site, { challenge, state: "aud" });
+    const claims = decodeJwt(consent.consentToken);
+    const { iss, aud, sub, iat, exp, jti, ...rest } = claims;
+    const forge = (typ: string, audience: string) =>
+      jwtSigner({ keys: site.agents.keys, typ, issuer: site.base, now: site.now, ttlSeconds: 600 })(
+        {
+          subject: "alice",
+          audience,
+          claims: rest,
+        },
+      );
+    const before = await grantsOfAlice();
+    for (const [typ, audience] of [
+      ["portcullis-consent+jwt", `${site.base}/agent/approve`],
+      ["portcullis-review+jwt", `${site.base}${AUTHORIZE_PATH}`],
+    ] as const)
+      await expectErrorPage(
+        await postConsent(site, {
+          consent: (await forge(typ, audience)).token,
+          action: "approve",
+        }),
+      );
+    expect(await grantsOfAlice()).toBe(before);
+    // The control: the same claims, this endpoint's audience and type, are an answer.
+    const good = await forge("portcullis-consent+jwt", aud as string);
+    expectRedirectError(
+      await postConsent(site, { consent: good.token, action: "deny" }),
+      "access_denied",
+      "aud",
+    );
+    expect([iss, sub, typeof iat, typeof exp, typeof jti]).toEqual([
+      site.base,
+      "alice",
+      "number",
+      "number",
+      "string",
+    ]);
   });
 
   it("a token that is not a consent token (an access token) is refused", async () => {
