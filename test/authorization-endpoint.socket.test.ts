@@ -124,6 +124,36 @@ describe("loopback redirect URIs (RFC 8252 §7.3)", () => {
     expect(location.searchParams.get("code")).toBeTypeOf("string");
   });
 
+  it("frees the port of an IPv6 loopback literal too, but never of localhost (a name, not the interface)", async () => {
+    await site.clients.register({
+      clientId: "loopback-names",
+      public: true,
+      redirectUris: ["http://[::1]:7777/callback", "http://localhost:7777/callback"],
+    });
+    const v6 = await consentFor(site, {
+      challenge,
+      clientId: "loopback-names",
+      redirectUri: "http://[::1]:50000/callback",
+    });
+    expect(v6.redirectHost).toBe("[::1]:50000");
+    // localhost exactly as registered is fine; on another port it is not.
+    await consentFor(site, {
+      challenge,
+      clientId: "loopback-names",
+      redirectUri: "http://localhost:7777/callback",
+    });
+    await expectErrorPage(
+      await openAuthorize(
+        site,
+        authorizeUrl(site, {
+          challenge,
+          clientId: "loopback-names",
+          redirectUri: "http://localhost:50000/callback",
+        }),
+      ),
+    );
+  });
+
   it("accepts the registered non-loopback URI only exactly", async () => {
     const consent = await consentFor(site, { challenge, clientId: WEB, redirectUri: WEB_REDIRECT });
     expect(consent.redirectHost).toBe("app.example:8443");
