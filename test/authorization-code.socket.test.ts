@@ -101,6 +101,36 @@ describe("the happy path, as oauth4webapi walks it", () => {
     // A bound token is refused as a bearer one.
     expect(await mcpStatus(site, tokens.access_token)).toBe(401);
   });
+
+  it("binds the refresh token to that key too (RFC 9449 §5): refused without a proof or with another key, refreshed with it", async () => {
+    const { verifier, challenge } = await pkce();
+    const callback = await approvedCallback(site, { challenge });
+    const keys = await oauth.generateKeyPair("ES256");
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      site.as,
+      { client_id: DESKTOP },
+      await redeem(site, callback, verifier, { DPoP: oauth.DPoP({}, keys) }),
+    );
+    const refresh = tokens.refresh_token as string;
+    expect(await tokenError(site, await refreshRequest(site, refresh))).toEqual({
+      status: 400,
+      error: "invalid_grant",
+    });
+    const thief = oauth.DPoP({}, await oauth.generateKeyPair("ES256"));
+    expect(await tokenError(site, await refreshRequest(site, refresh, { DPoP: thief }))).toEqual({
+      status: 400,
+      error: "invalid_grant",
+    });
+    // The refused tries rotated nothing: the client with its key still refreshes, bound.
+    const next = await refreshed(
+      await refreshRequest(site, refresh, { DPoP: oauth.DPoP({}, keys) }),
+    );
+    expect(next.token_type).toBe("dpop");
+    expect((decodeJwt(next.access_token).cnf as { jkt?: string })?.jkt).toBe(
+      (decodeJwt(tokens.access_token).cnf as { jkt?: string })?.jkt,
+    );
+    expect((await site.agents.runtime.grants.get(grantOf(tokens)))?.status).toBe("active");
+  });
 });
 
 describe("PKCE", () => {

@@ -90,6 +90,9 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
     const found = await settings.refreshTokens.find(hash, now);
     if (found === undefined || found.clientId !== client.clientId)
       return oauthError("invalid_grant", "the refresh token is invalid or expired");
+    // RFC 9449 §5: a bound family refreshes only with a proof by its key; a refused try rotates nothing.
+    if (found.jkt !== undefined && proof?.jkt !== found.jkt)
+      return oauthError("invalid_grant", "the refresh token is bound to another DPoP key");
     const scope = narrowedScope(params.get("scope"), found.scope);
     if (scope === undefined)
       return oauthError("invalid_scope", "the scope is wider than the refresh token's");
@@ -202,6 +205,7 @@ async function mintWithRefresh(
       grantId,
       scope,
       resource,
+      ...(proof === undefined ? {} : { jkt: proof.jkt }),
       expiresAt: settings.now() + settings.refreshTokenTtlSeconds * 1000,
     },
     settings.now(),

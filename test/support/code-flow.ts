@@ -294,7 +294,7 @@ export async function tokensFor(
 export function refreshRequest(
   site: CodeSite,
   refreshToken: string,
-  options: { clientId?: string; scope?: string; base?: string } = {},
+  options: { clientId?: string; scope?: string; base?: string; DPoP?: oauth.DPoPHandle } = {},
 ) {
   const as =
     options.base === undefined
@@ -308,6 +308,7 @@ export function refreshRequest(
     {
       ...insecure,
       ...(options.scope === undefined ? {} : { additionalParameters: { scope: options.scope } }),
+      ...(options.DPoP === undefined ? {} : { DPoP: options.DPoP }),
     },
   );
 }
