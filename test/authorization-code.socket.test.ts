@@ -22,6 +22,7 @@ import {
   tokenError,
   tokensFor,
 } from "./support/code-flow.ts";
+import { AGENT_ID } from "./support/mcp.ts";
 
 let site: CodeSite;
 beforeAll(async () => {
@@ -314,6 +315,25 @@ describe("refresh tokens", () => {
         OTHER_DESKTOP,
       ),
     ).toEqual({ status: 400, error: "invalid_grant" });
+  });
+
+  it("takes no secret-less request from a confidential client, though public clients are on", async () => {
+    for (const grant of ["client_credentials", "refresh_token", "authorization_code"]) {
+      const response = await fetch(`${site.base}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          client_id: AGENT_ID,
+          grant_type: grant,
+          refresh_token: "x",
+          code: "x",
+        }).toString(),
+      });
+      expect([response.status, ((await response.json()) as { error: string }).error]).toEqual([
+        401,
+        "invalid_client",
+      ]);
+    }
   });
 
   it("refuses a refresh token that was never issued", async () => {
