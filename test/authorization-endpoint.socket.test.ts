@@ -105,11 +105,18 @@ describe("requests whose client or redirect URI is in doubt: an error page, neve
     await expectErrorPage(await openAuthorize(site, url));
   });
 
-  it("escapes the description in the default error page", async () => {
-    const page = await expectErrorPage(
-      await openAuthorize(site, authorizeUrl(site, { challenge, clientId: "<b>x</b>" })),
-    );
-    expect(page).not.toMatch(/<b>|<script/);
+  it("never puts the request's own text on the default error page", async () => {
+    const markup = "<b>x</b><script>alert(1)</script>";
+    for (const params of [
+      { clientId: markup },
+      { redirectUri: `http://127.0.0.1:7777/${markup}` },
+      { clientId: WEB, redirectUri: `https://app.example:8443/cb?${markup}` },
+    ]) {
+      const url = authorizeUrl(site, { challenge, ...params });
+      const page = await expectErrorPage(await openAuthorize(site, url));
+      expect(page).not.toMatch(/<b>|<script/);
+      expect(page).toMatch(/<p id="error">[^<]+<\/p>/);
+    }
   });
 });
 
