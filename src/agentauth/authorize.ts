@@ -235,10 +235,9 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
       if (error instanceof StoreUnavailableError)
-        return problemResponse(503, {
-          detail: "Try again shortly.",
-          headers: { "retry-after": "1" },
-        });
+        return withoutFraming(
+          problemResponse(503, { detail: "Try again shortly.", headers: { "retry-after": "1" } }),
+        );
       reportError(runtime.onError, error, request);
       return problemResponse(500);
     }
@@ -339,17 +338,21 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
       "the request was denied",
     );
   const scope = claims.scope.split(" ");
-  const grant = await createGrant(endpoint, checked, scope, approver);
-  const code = await issueAuthorizationCode(endpoint.codes, runtime.now(), {
-    clientId: checked.client.clientId,
-    redirectUri: checked.redirectUri,
-    codeChallenge: checked.codeChallenge,
-    resource: checked.resource,
-    scope,
-    grantId: grant.grantId,
-    approvedBy: approver,
-    expiresAt: runtime.now() + CODE_LIFETIME_MS,
-  });
+  // The code first: a code store that fails then leaves no grant behind, only a 503.
+  const grantId = randomToken(16);
+  const code = await runtime.store(() =>
+    issueAuthorizationCode(endpoint.codes, runtime.now(), {
+      clientId: checked.client.clientId,
+      redirectUri: checked.redirectUri,
+      codeChallenge: checked.codeChallenge,
+      resource: checked.resource,
+      scope,
+      grantId,
+      approvedBy: approver,
+      expiresAt: runtime.now() + CODE_LIFETIME_MS,
+    }),
+  );
+  await createGrant(endpoint, checked, grantId, scope, approver);
   return authorizationRedirect(checked.redirectUri, runtime.urls.issuer, { code }, checked.state);
 }
 
@@ -416,13 +419,14 @@ function askedCapabilities(
 async function createGrant(
   endpoint: AuthorizeEndpoint,
   checked: AuthorizationRequest,
+  grantId: string,
   capabilities: readonly string[],
   approvedBy: string,
 ): Promise<Grant> {
   const { runtime } = endpoint;
   const now = runtime.now();
   const grant: Grant = {
-    grantId: randomToken(16),
+    grantId,
     principalId: checked.client.clientId,
     status: "active",
     capabilities: [...capabilities],

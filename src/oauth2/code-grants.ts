@@ -1,5 +1,7 @@
+import { withDeadline } from "../core/deadline.ts";
 import { sha256Base64url } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
+import { StoreUnavailableError } from "../core/errors.ts";
 import type {
   AuthorizationCodeRecord,
   AuthorizationCodeStore,
@@ -36,7 +38,7 @@ const INVALID_CODE = "the code is invalid, expired, or was already used";
 
 /** `grant_type=authorization_code`: the code spent, then everything it was bound to checked. */
 export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
-  const settings = server.authorizationCode as CodeGrantSettings;
+  const settings = boundedStores(server);
   return async ({ params, client }, proof) => {
     const code = params.get("code");
     const redirectUri = params.get("redirect_uri");
@@ -79,7 +81,7 @@ export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
 
 /** `grant_type=refresh_token`: rotated in one step; a token used twice ends its grant. */
 export function refreshTokenGrant(server: ServerSettings): TokenGrant {
-  const settings = server.authorizationCode as CodeGrantSettings;
+  const settings = boundedStores(server);
   return async ({ params, client }, proof) => {
     const presented = params.get("refresh_token");
     if (presented === undefined) return oauthError("invalid_request", "refresh_token is missing");
@@ -88,6 +90,9 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
     const found = await settings.refreshTokens.find(hash, now);
     if (found === undefined || found.clientId !== client.clientId)
       return oauthError("invalid_grant", "the refresh token is invalid or expired");
+    // RFC 9449 §5: a bound family refreshes only with a proof by its key; a refused try rotates nothing.
+    if (found.jkt !== undefined && proof?.jkt !== found.jkt)
+      return oauthError("invalid_grant", "the refresh token is bound to another DPoP key");
     const scope = narrowedScope(params.get("scope"), found.scope);
     if (scope === undefined)
       return oauthError("invalid_scope", "the scope is wider than the refresh token's");
@@ -117,6 +122,44 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
       ...(proof === undefined ? {} : { jkt: proof.jkt }),
     });
     return answer(issued, proof, next);
+  };
+}
+
+/**
+ * The code grants' settings with every code and refresh-token store call
+ * bounded by the server's store timeout: a store that fails or stalls is a
+ * 503 `temporarily_unavailable` in bounded time, never a 500 or a hang.
+ */
+function boundedStores(server: ServerSettings): CodeGrantSettings {
+  const settings = server.authorizationCode as CodeGrantSettings;
+  const bounded =
+    <A extends unknown[], T>(what: string, call: (...args: A) => Promise<T>) =>
+    async (...args: A): Promise<T> => {
+      try {
+        return await withDeadline(call(...args), server.storeTimeoutMs, what);
+      } catch (error) {
+        if (error instanceof StoreUnavailableError) throw error;
+        throw new StoreUnavailableError(`${what} failed or did not answer in time`, {
+          cause: error,
+        });
+      }
+    };
+  const { codes, refreshTokens } = settings;
+  return {
+    ...settings,
+    codes: {
+      create: bounded("the code store", codes.create.bind(codes)),
+      redeem: bounded("the code store", codes.redeem.bind(codes)),
+    },
+    refreshTokens: {
+      create: bounded("the refresh token store", refreshTokens.create.bind(refreshTokens)),
+      find: bounded("the refresh token store", refreshTokens.find.bind(refreshTokens)),
+      rotate: bounded("the refresh token store", refreshTokens.rotate.bind(refreshTokens)),
+      revokeFamily: bounded(
+        "the refresh token store",
+        refreshTokens.revokeFamily.bind(refreshTokens),
+      ),
+    },
   };
 }
 
@@ -162,6 +205,7 @@ async function mintWithRefresh(
       grantId,
       scope,
       resource,
+      ...(proof === undefined ? {} : { jkt: proof.jkt }),
       expiresAt: settings.now() + settings.refreshTokenTtlSeconds * 1000,
     },
     settings.now(),

@@ -19,6 +19,12 @@ export interface RefreshTokenRecord {
   /** RFC 8707 `resource` the access tokens are for. */
   readonly resource: string;
   /**
+   * The RFC 7638 thumbprint of the DPoP key the family is bound to, when the
+   * code was redeemed with a proof: a public client's refresh token is then
+   * refused without a proof by that key (RFC 9449 §5).
+   */
+  readonly jkt?: string;
+  /**
    * Milliseconds since the epoch. The family ends at its first token's
    * `expiresAt`: a later token expiring after it is refused from then on.
    */
