@@ -134,8 +134,7 @@ export function verifierOn(options: JwtVerifierOptions, engine: SignatureEngine)
     const key = typeof kid === "string" ? keys.key(kid) : undefined;
     if (key === undefined) fail("unknown_key", "the kid names no known key");
     if (header.alg !== key.alg) fail("header", "the alg header is not the key's algorithm");
-    const checked = signatureCheck(key)(token, jws);
-    const bytes = checked instanceof Uint8Array ? checked : await checked;
+    const bytes = await signatureCheck(key)(token, jws);
     const payload = jsonObject(bytes, "payload", (message, cause) =>
       fail("malformed", message, cause),
     );
