@@ -55,8 +55,8 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
   const maxBodyBytes = checkedMaxBodyBytes(options);
   return async (request) => {
     if (request.method !== "POST") return methodNotAllowed("POST");
-    const token = await tokenOf(runtime, request);
-    if (token instanceof Response) return token;
+    const token = presentedToken(runtime, request);
+    if (typeof token !== "string") return refusedToken(runtime, token, request);
     const opened = await openRequestSession(runtime, request, token, runtime.urls.execute);
     if (opened instanceof Response) return opened;
     let answer: Response;
@@ -74,13 +74,14 @@ function checkedMaxBodyBytes(options: ExecuteOptions): number {
   return bodyLimitOption("executeHandler", options.maxBodyBytes, 65_536, 256);
 }
 
-/** The presented token, or the refusal when none or a malformed one is presented. */
-async function tokenOf(runtime: AgentRuntime, request: Request): Promise<string | Response> {
-  const token = presentedToken(runtime, request);
-  const execute = runtime.urls.execute;
-  if (token === null) return refuseAgent(runtime, TOKEN_REQUIRED, execute, request);
-  if (token === undefined) return refuseAgent(runtime, INVALID_TOKEN, execute, request);
-  return token;
+/** The refusal when no token (`null`) or a malformed one (`undefined`) is presented. */
+function refusedToken(
+  runtime: AgentRuntime,
+  token: null | undefined,
+  request: Request,
+): Promise<Response> {
+  const denial = token === null ? TOKEN_REQUIRED : INVALID_TOKEN;
+  return refuseAgent(runtime, denial, runtime.urls.execute, request);
 }
 
 /** Reads the body (the token is already spent), picks the capability, checks its arguments, runs it. */

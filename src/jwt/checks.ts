@@ -25,27 +25,57 @@ export function positiveSeconds(where: string, name: string, value: unknown): nu
 }
 
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A compact JWS split in its three segments, with its protected header parsed. */
+export interface CompactJws {
+  readonly header: Record<string, unknown>;
+  /** The base64url payload segment. */
+  readonly payload: string;
+  /** The base64url signature segment. */
+  readonly signature: string;
+  /** Where the signing input (`header.payload`) ends. */
+  readonly signedLength: number;
+}
 
 /**
- * The protected header of a compact JWS (three base64url segments), parsed as
- * a JSON object; anything else calls `fail`.
+ * A compact JWS (three base64url segments) whose protected header is a JSON
+ * object; anything else calls `fail`.
  */
+export function compactJws(
+  token: string,
+  fail: (message: string, cause?: unknown) => never,
+): CompactJws {
+  const segments = token.split(".");
+  if (segments.length !== 3 || !segments.every((part) => SEGMENT.test(part)))
+    fail("the token is not a compact JWS");
+  const [encodedHeader, payload, signature] = segments as [string, string, string];
+  const header = jsonObject(fromBase64url(encodedHeader), "header", fail);
+  return { header, payload, signature, signedLength: encodedHeader.length + 1 + payload.length };
+}
+
+/** The protected header of a compact JWS, as `compactJws` reads it. */
 export function compactJwsHeader(
   token: string,
   fail: (message: string, cause?: unknown) => never,
 ): Record<string, unknown> {
-  const segments = token.split(".");
-  if (segments.length !== 3 || !segments.every((part) => SEGMENT.test(part)))
-    fail("the token is not a compact JWS");
-  const bytes = fromBase64url(segments[0] as string);
-  if (bytes === undefined) fail("the header is not base64url");
-  let header: unknown;
+  return compactJws(token, fail).header;
+}
+
+/** Bytes read as strict UTF-8 JSON that must be an object; anything else calls `fail`. */
+export function jsonObject(
+  bytes: Uint8Array | undefined,
+  what: string,
+  fail: (message: string, cause?: unknown) => never,
+): Record<string, unknown> {
+  if (bytes === undefined) fail(`the ${what} is not base64url`);
+  let value: unknown;
   try {
-    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    value = JSON.parse(STRICT_UTF8.decode(bytes));
   } catch (error) {
-    fail("the header is not JSON", error);
+    fail(`the ${what} is not JSON`, error);
   }
-  if (typeof header !== "object" || header === null || Array.isArray(header))
-    fail("the header is not a JSON object");
-  return header as Record<string, unknown>;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    fail(`the ${what} is not a JSON object`);
+  return value as Record<string, unknown>;
 }

@@ -1,8 +1,9 @@
-import { type CryptoKey, errors, type JWTPayload, jwtVerify } from "jose";
+import type { JWTPayload } from "jose";
 import { InvalidOptionsError, type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { checkIssuer, checkTyp, compactJwsHeader } from "./checks.ts";
+import { checkIssuer, checkTyp, compactJws, jsonObject } from "./checks.ts";
 import type { JwtAlgorithm, KeySet } from "./keys.ts";
+import { type SignatureEngine, signatureChecks } from "./signature.ts";
 
 /** The most clock skew a verifier may tolerate. */
 export const MAX_CLOCK_TOLERANCE_SECONDS = 30;
@@ -73,6 +74,8 @@ export type JwtVerifier = (
 
 // Header parameters that would let a token choose its own key or extensions.
 const REFUSED_HEADERS = ["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit", "b64", "zip"];
+// The claims every token must carry.
+const REQUIRED_CLAIMS = ["iss", "jti", "exp", "iat", "aud", "sub"];
 
 /**
  * Builds a verifier. A token passes only when it is at most `maxTokenLength`
@@ -80,8 +83,15 @@ const REFUSED_HEADERS = ["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit", 
  * `typ` and `iss` asked for and exactly one `aud` string equal to the expected
  * audience, has `sub`, `jti`, `iat` (not in the future) and `exp` (not past),
  * and its signature holds. Anything else rejects with `JwtInvalidError`.
+ * Signatures are checked with `node:crypto` where the runtime has it, with
+ * Web Crypto elsewhere; every other check is the same on both.
  */
 export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
+  return verifierOn(options, "auto");
+}
+
+/** `jwtVerifier` on a chosen signature engine (`auto` is what `jwtVerifier` uses). */
+export function verifierOn(options: JwtVerifierOptions, engine: SignatureEngine): JwtVerifier {
   rejectUnknownKeys("jwtVerifier", options, [
     "keys",
     "typ",
@@ -103,9 +113,10 @@ export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
   const maxLength = options.maxTokenLength ?? 8192;
   if (!Number.isInteger(maxLength) || maxLength < 64)
     throw new InvalidOptionsError("jwtVerifier: maxTokenLength must be a whole number, 64 or more");
-  const now = options.now;
-  if (now !== undefined && typeof now !== "function")
+  const now = options.now ?? Date.now;
+  if (typeof now !== "function")
     throw new InvalidOptionsError("jwtVerifier: now must be a function");
+  const signatureCheck = signatureChecks(engine);
 
   return async (token, expected) => {
     const audience = expected?.audience;
@@ -113,7 +124,8 @@ export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
       throw new TypeError("jwtVerifier: the expected audience must be one non-empty string");
     if (typeof token !== "string") fail("malformed", "the token is not a string");
     if (token.length > maxLength) fail("too_large", `the token is longer than ${maxLength}`);
-    const header = protectedHeader(token);
+    const jws = compactJws(token, (message, cause) => fail("malformed", message, cause));
+    const { header } = jws;
     for (const name of REFUSED_HEADERS) {
       if (Object.hasOwn(header, name)) fail("header", `the header carries ${name}`);
     }
@@ -122,53 +134,45 @@ export function jwtVerifier(options: JwtVerifierOptions): JwtVerifier {
     const key = typeof kid === "string" ? keys.key(kid) : undefined;
     if (key === undefined) fail("unknown_key", "the kid names no known key");
     if (header.alg !== key.alg) fail("header", "the alg header is not the key's algorithm");
-
-    const at = now === undefined ? undefined : new Date(now());
-    let payload: JWTPayload;
-    try {
-      ({ payload } = await jwtVerify(token, key.verifyKey as CryptoKey | Uint8Array, {
-        algorithms: [key.alg],
-        issuer,
-        typ,
-        clockTolerance: tolerance,
-        requiredClaims: ["iss", "sub", "aud", "iat", "exp", "jti"],
-        ...(at === undefined ? {} : { currentDate: at }),
-      }));
-    } catch (error) {
-      throw translate(error);
-    }
-    if (typeof payload.aud !== "string" || payload.aud !== audience)
-      fail("claims", "aud is not exactly the expected audience");
-    const nowSeconds = Math.floor((at?.getTime() ?? Date.now()) / 1000);
-    if ((payload.iat as number) > nowSeconds + tolerance) fail("claims", "iat is in the future");
-    if (typeof payload.sub !== "string" || payload.sub === "") fail("claims", "sub is empty");
-    if (typeof payload.jti !== "string" || payload.jti === "") fail("claims", "jti is empty");
-    return { claims: payload as JwtClaims, kid: key.kid, alg: key.alg };
+    const bytes = await signatureCheck(key)(token, jws);
+    const payload = jsonObject(bytes, "payload", (message, cause) =>
+      fail("malformed", message, cause),
+    );
+    const claims = checkClaims(payload, { issuer, audience, tolerance, now: now() });
+    return { claims, kid: key.kid, alg: key.alg };
   };
 }
 
-function protectedHeader(token: string): Record<string, unknown> {
-  return compactJwsHeader(token, (message, cause) => fail("malformed", message, cause));
-}
-
-function translate(error: unknown): JwtInvalidError {
-  if (error instanceof JwtInvalidError) return error;
-  let reason: JwtFailureReason = "malformed";
-  if (error instanceof errors.JWTExpired) reason = "expired";
-  else if (error instanceof errors.JWSSignatureVerificationFailed) reason = "signature";
-  else if (error instanceof errors.JWTClaimValidationFailed)
-    reason = error.claim === "nbf" ? "not_yet_valid" : "claims";
-  else if (error instanceof errors.JOSEAlgNotAllowed || error instanceof errors.JOSENotSupported)
-    reason = "header";
-  return new JwtInvalidError(reason, "the token failed verification", { cause: claimless(error) });
-}
-
-/** jose's claim errors carry the whole payload; the cause keeps what failed, not the claims. */
-function claimless(error: unknown): unknown {
-  if (!(error instanceof errors.JOSEError)) return error;
-  const copy = new Error(error.message);
-  copy.name = error.name;
-  return Object.assign(copy, { code: error.code });
+/**
+ * The claims of a token whose signature holds, judged at `now` (epoch ms), in
+ * the order and with the outcome of jose's `jwtVerify` (RFC 7519 §4.1), then
+ * our own: one `aud` string, `iat` not in the future, `sub` and `jti` not empty.
+ */
+function checkClaims(
+  payload: Record<string, unknown>,
+  expected: { issuer: string; audience: string; tolerance: number; now: number },
+): JwtClaims {
+  const { tolerance } = expected;
+  for (const name of REQUIRED_CLAIMS) {
+    if (!Object.hasOwn(payload, name)) fail("claims", `the ${name} claim is missing`);
+  }
+  if (payload.iss !== expected.issuer) fail("claims", "iss is not the expected issuer");
+  const now = Math.floor(new Date(expected.now).getTime() / 1000);
+  if (!Number.isFinite(now)) fail("malformed", "the clock gave no time");
+  const { iat, nbf, exp } = payload;
+  if (typeof iat !== "number") fail("claims", "iat is not a number");
+  if (nbf !== undefined) {
+    if (typeof nbf !== "number") fail("not_yet_valid", "nbf is not a number");
+    if (nbf > now + tolerance) fail("not_yet_valid", "the token is not yet valid");
+  }
+  if (typeof exp !== "number") fail("claims", "exp is not a number");
+  if (exp <= now - tolerance) fail("expired", "the token has expired");
+  if (typeof payload.aud !== "string" || payload.aud !== expected.audience)
+    fail("claims", "aud is not exactly the expected audience");
+  if (iat > now + tolerance) fail("claims", "iat is in the future");
+  if (typeof payload.sub !== "string" || payload.sub === "") fail("claims", "sub is empty");
+  if (typeof payload.jti !== "string" || payload.jti === "") fail("claims", "jti is empty");
+  return payload as JwtClaims;
 }
 
 function fail(reason: JwtFailureReason, message: string, cause?: unknown): never {
