@@ -121,7 +121,7 @@ interface Running {
 /** Starts `name` pinned to `core`, optionally under a wrapper command (valgrind). */
 async function start(name: string, core: string, wrapper: string[] = []): Promise<Running> {
   core = process.env.BENCH_CORE ?? core;
-  const command = [...wrapper, process.execPath, "--import", "tsx", SERVERS, name];
+  const command = [...wrapper, process.execPath, "--expose-gc", "--import", "tsx", SERVERS, name];
   const child = spawn("taskset", ["-c", core, ...command], {
     cwd: ROOT,
     env: { ...process.env, PORTCULLIS_BENCH_DIST: DIST, NODE_ENV: "production" },
@@ -406,6 +406,10 @@ async function instructions(): Promise<void> {
     try {
       const pid = target.child.pid as number;
       await drive(target, warm);
+      // A full collection first (servers.ts answers SIGUSR2 with one): a collection of the
+      // old generation left over from the warm-up would otherwise land in the count or not,
+      // by chance, and move it by ten thousand instructions a request.
+      process.kill(pid, "SIGUSR2");
       // Count only the measured requests: instrumentation is switched on (which retranslates
       // the code already run), a few requests settle it, the counters are zeroed, then dumped.
       spawnSync("callgrind_control", ["--instr=on", String(pid)]);
