@@ -75,6 +75,10 @@ export function goalContenders(): string[] {
 const fmt = (value: number, digits = 0) =>
   value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+/** A difference with its sign: within a few thousand instructions a leg can count below none. */
+const signed = (value: number, digits: number) =>
+  `${value < 0 ? "−" : "+"}${fmt(Math.abs(value), digits)}`;
+
 /**
  * Prints the goals table from `cost` (instructions or CPU µs per request by
  * contender, `undefined` when not measured); rows whose contenders were not
@@ -101,9 +105,9 @@ export function printGoals(
     if (chain === undefined || other === undefined) return;
     rows.push([
       what,
-      `+${fmt(chain, digits)}`,
-      `+${fmt(other, digits)}`,
-      other > 0 ? `${fmt(chain / other, ratioDigits)}x` : "—",
+      signed(chain, digits),
+      signed(other, digits),
+      other > 0 && chain > 0 ? `${fmt(chain / other, ratioDigits)}x` : "—",
       target,
     ]);
   };

@@ -11,6 +11,7 @@
  *
  * Environment: BENCH_SOCKET_ROUNDS (7), BENCH_SOCKET_SECONDS (5),
  * BENCH_CONNECTIONS (16), BENCH_CONTENDERS (comma-separated names),
+ * BENCH_DIST_DIR and BENCH_PREBUILT=1 (measure a build made elsewhere), BENCH_CORE,
  * BENCH_MODE (`throughput` | `instructions`), BENCH_REQUESTS (instructions
  * mode: measured requests, 6000: fewer let one garbage collection sway the count).
  */
@@ -385,7 +386,8 @@ async function instructions(): Promise<void> {
   if (!have("valgrind") || !have("callgrind_control"))
     throw new Error("BENCH_MODE=instructions needs valgrind (Debian package valgrind)");
   const measured = Number(process.env.BENCH_REQUESTS ?? 6000);
-  const warm = Number(process.env.BENCH_WARM ?? 3000);
+  // Requests before the full collection, and as many after it.
+  const warm = Number(process.env.BENCH_WARM ?? 2000);
   const names = contenders();
   const perRequest = new Map<string, number>();
   const allThreads = new Map<string, number>();
@@ -406,10 +408,13 @@ async function instructions(): Promise<void> {
     try {
       const pid = target.child.pid as number;
       await drive(target, warm);
-      // A full collection first (servers.ts answers SIGUSR2 with one): a collection of the
+      // A full collection halfway (servers.ts answers SIGUSR2 with one): a collection of the
       // old generation left over from the warm-up would otherwise land in the count or not,
       // by chance, and move it by ten thousand instructions a request.
       process.kill(pid, "SIGUSR2");
+      // Then more requests, so that the collection's aftermath (sweeping, code it let go of
+      // and compiled again) is behind the count too.
+      await drive(target, warm);
       // Count only the measured requests: instrumentation is switched on (which retranslates
       // the code already run), a few requests settle it, the counters are zeroed, then dumped.
       spawnSync("callgrind_control", ["--instr=on", String(pid)]);
@@ -438,7 +443,7 @@ async function instructions(): Promise<void> {
   }
   const bare = perRequest.get("bare-node") as number;
   console.log(
-    `\nInstructions per request (callgrind, ${warm} requests to warm up, ${measured} counted, one connection; the main thread, and all threads with the JIT compiler's and the concurrent GC's)`,
+    `\nInstructions per request (callgrind, ${warm} requests to warm up, a full collection, ${warm} more, ${measured} counted, one connection; the main thread, and all threads with the JIT compiler's and the concurrent GC's)`,
   );
   console.log(
     `${"contender".padEnd(80)} ${"main".padStart(10)} ${"bare/this".padStart(10)} ${"all threads".padStart(12)}`,
@@ -462,7 +467,8 @@ export async function overSocket(): Promise<void> {
       return;
     }
   }
-  compile();
+  // BENCH_PREBUILT=1 measures the build already in BENCH_DIST_DIR (another commit's, say).
+  if (process.env.BENCH_PREBUILT !== "1") compile();
   if (byInstructions()) await instructions();
   else await throughput();
 }
