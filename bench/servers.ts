@@ -11,7 +11,7 @@
  * safe method: passed) and a role check, 401 without a session.
  */
 
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   createServer,
   type IncomingMessage,
@@ -21,9 +21,10 @@ import {
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { API_KEY_SHA256, API_USER, ORIGIN, PATH, type Profile } from "./profiles.ts";
 
-export const ORIGIN = "https://app.example.test";
-export const PATH = "/staff/reports";
+export { ORIGIN, PATH };
+
 const SECRET = "bench-secret-bench-secret-bench-secret";
 
 // biome-ignore lint/suspicious/noExplicitAny: the compiled modules are loaded by path at run time.
@@ -36,24 +37,89 @@ const ok = (res: ServerResponse) => {
 };
 const okResponse = () => new Response("ok", { headers: { "content-type": "text/plain" } });
 
-async function portcullis(clientAddress?: "hono") {
+/** The legs a contender runs: one alone (`portcullis-node:cors`), none (`:empty`), or all. */
+export const LEGS = ["headers", "cors", "ratelimit", "session", "csrf"] as const;
+export type Leg = (typeof LEGS)[number];
+export interface Variant {
+  readonly legs: ReadonlySet<Leg>;
+  /** The API client profile: Basic on every request, checked by an authenticator. */
+  readonly basic: boolean;
+  /** The request the contender is sent (see profiles.ts). */
+  readonly profile: Profile;
+}
+
+/** `base:leg` or `base@api`; the legs and profile a contender name asks for. */
+export function variantOf(name: string): { base: string; variant: Variant } {
+  const [head = "", profile] = name.split("@");
+  const [base = "", leg] = head.split(":");
+  const legs = new Set<Leg>(
+    leg === undefined ? LEGS : leg === "empty" ? [] : LEGS.filter((l) => l === leg),
+  );
+  if (leg !== undefined && leg !== "empty" && legs.size === 0) throw new Error(`no leg ${leg}`);
+  if (profile !== undefined && profile !== "api") throw new Error(`no profile ${profile}`);
+  const api = profile === "api";
+  // Basic is checked by the chains and references; bare servers and stacks just get the request.
+  const takesLegs = base.startsWith("portcullis-") || base.startsWith("by-hand-");
+  return {
+    base,
+    variant: { legs, basic: api && takesLegs, profile: api ? "api" : "browser" },
+  };
+}
+
+/** Whether a contender signs its users in (and so answers 401 without a session). */
+export const signsIn = (variant: Variant) => variant.legs.has("session") || variant.basic;
+
+/** A password encoder for API keys: long random secrets need no slow hash, a SHA-256 will do. */
+const apiKeyEncoder = {
+  hash: async (key: string) => createHash("sha256").update(key).digest("base64url"),
+  verify: async (key: string, encoded: string) => {
+    const digest = createHash("sha256").update(key).digest();
+    const expected = Buffer.from(encoded, "base64url");
+    return digest.length === expected.length && timingSafeEqual(digest, expected);
+  },
+  needsRehash: () => false,
+};
+
+async function portcullis(variant: Variant, clientAddress?: "hono") {
   const P = await load("index.js");
   const { authz, createAuthentication, MemorySessionStore, newChain, sessionFrom, sessions } = P;
   const { securityHeaders } = await load("headers/index.js");
   const { cors } = await load("cors/index.js");
   const { rateLimit } = await load("ratelimit/index.js");
   const { anyRequest, match, routes } = authz;
+  const { legs } = variant;
+  const guarded = signsIn(variant);
   const options = {
-    headers: securityHeaders(),
-    cors: cors({ origin: ORIGIN, credentials: true }),
-    rateLimit: rateLimit({ rules: [{ name: "all", limit: 1_000_000_000, windowMs: 60_000 }] }),
-    session: sessions({ secure: false, store: new MemorySessionStore() }),
-    csrf: P.csrf(),
-    authorization: routes([
-      match("POST", "/sign-in").permitAll(),
-      match("GET", "/staff/**").hasRole("STAFF"),
-      anyRequest().authenticated(),
-    ]),
+    headers: legs.has("headers") ? securityHeaders() : false,
+    cors: legs.has("cors") ? cors({ origin: ORIGIN, credentials: true }) : false,
+    rateLimit: legs.has("ratelimit")
+      ? rateLimit({ rules: [{ name: "all", limit: 1_000_000_000, windowMs: 60_000 }] })
+      : false,
+    session: legs.has("session")
+      ? sessions({ secure: false, store: new MemorySessionStore() })
+      : false,
+    csrf: legs.has("csrf") ? P.csrf() : false,
+    authorization: guarded
+      ? routes([
+          match("POST", "/sign-in").permitAll(),
+          match("GET", "/staff/**").hasRole("STAFF"),
+          anyRequest().authenticated(),
+        ])
+      : routes([anyRequest().permitAll()]),
+    ...(variant.basic
+      ? {
+          authentication: P.basicAuth({
+            required: false,
+            credentials: P.passwordCredentials({
+              findUser: (name: string) =>
+                name === API_USER
+                  ? { name, passwordHash: API_KEY_SHA256, authorities: ["STAFF"] }
+                  : undefined,
+              passwordEncoder: apiKeyEncoder,
+            }),
+          }),
+        }
+      : {}),
     ...(clientAddress === "hono" ? { clientAddress: P.nodeServerClientAddress } : {}),
   };
   const signIn = async (source: object) => {
@@ -64,13 +130,27 @@ async function portcullis(clientAddress?: "hono") {
   return { P, options, chain: newChain(options), signIn };
 }
 
+/** How the hand-written reference reads and writes fields on a framework's objects. */
+interface FieldAccess<T> {
+  readonly get: (on: T, name: string) => string | undefined;
+  readonly set: (on: T, name: string, value: string) => void;
+}
+
+/** The answer of the hand-written reference: pass on, signed in (answer 200 "ok"), or a status. */
+const PASS = 0;
+const SIGNED_IN = 1;
+
 /**
- * The same work written by hand for node:http, with no library and no Fetch
- * objects: the reference for what the legs' work itself costs. It keeps only
- * what the benchmark exercises (one origin, one fixed window, sessions in a
- * Map, a role check); the chain does all of it and more.
+ * The same work written by hand, with no library: the reference for what the
+ * legs' work itself costs. It keeps only what the benchmark exercises (one
+ * origin, one fixed window, sessions in a Map, a role check, Basic checked
+ * against a SHA-256 with a failure count); the chain does all of it and more.
+ * `access` reads and writes fields the way the framework's own code would.
  */
-function byHand(): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
+function handWritten<T>(
+  variant: Variant,
+  access: FieldAccess<T>,
+): (on: T, method: string, url: string, address: string) => number {
   const fields: [string, string][] = [
     [
       "content-security-policy",
@@ -86,47 +166,127 @@ function byHand(): (req: IncomingMessage, res: ServerResponse, next: () => void)
     ["x-permitted-cross-domain-policies", "none"],
     ["x-xss-protection", "0"],
   ];
+  const { legs, basic } = variant;
+  const { get, set } = access;
   const limit = 1_000_000_000;
   const windows = new Map<string, { count: number; resetAt: number }>();
   const signedIn = new Map<string, { name: string; roles: string[] }>();
-  const deny = (res: ServerResponse, status: number) => {
-    res.statusCode = status;
+  const failures = new Map<string, number>();
+  const apiUsers = new Map([[API_USER, { name: API_USER, roles: ["STAFF"] }]]);
+  const expected = Buffer.from(API_KEY_SHA256, "base64url");
+  const guarded = signsIn(variant);
+  return (on, method, url, address) => {
+    if (legs.has("headers")) for (const [name, value] of fields) set(on, name, value);
+    const origin = get(on, "origin");
+    if (legs.has("cors")) {
+      set(on, "vary", "Origin");
+      if (origin === ORIGIN) {
+        set(on, "access-control-allow-origin", ORIGIN);
+        set(on, "access-control-allow-credentials", "true");
+      }
+    }
+    if (legs.has("ratelimit")) {
+      const now = Date.now();
+      let window = windows.get(address);
+      if (window === undefined || window.resetAt <= now) {
+        window = { count: 0, resetAt: now + 60_000 };
+        windows.set(address, window);
+      }
+      if (++window.count > limit) return 429;
+      set(on, "ratelimit-policy", `"all";q=${limit};w=60`);
+      set(
+        on,
+        "ratelimit",
+        `"all";r=${limit - window.count};t=${Math.ceil((window.resetAt - now) / 1000)}`,
+      );
+    }
+    if (legs.has("csrf")) {
+      const safe = method === "GET" || method === "HEAD" || method === "OPTIONS";
+      if (!safe && origin !== undefined && origin !== ORIGIN) return 403;
+    }
+    if (!guarded) return PASS;
+    let user: { name: string; roles: string[] } | undefined;
+    if (legs.has("session")) {
+      if (method === "POST" && url === "/sign-in") {
+        const id = randomBytes(32).toString("base64url");
+        signedIn.set(id, { name: "sam", roles: ["STAFF"] });
+        set(on, "set-cookie", `sid=${id}; Path=/; HttpOnly; SameSite=Lax`);
+        return SIGNED_IN;
+      }
+      const id = /(?:^|;\s*)sid=([^;]*)/.exec(get(on, "cookie") ?? "")?.[1];
+      user = id === undefined ? undefined : signedIn.get(id);
+    }
+    const authorization = basic ? get(on, "authorization") : undefined;
+    if (authorization?.startsWith("Basic ")) {
+      const decoded = Buffer.from(authorization.slice(6), "base64").toString();
+      const colon = decoded.indexOf(":");
+      const name = decoded.slice(0, colon);
+      const spent = failures.get(name) ?? 0;
+      if (colon < 1 || spent >= 5) return 401;
+      const digest = createHash("sha256")
+        .update(decoded.slice(colon + 1))
+        .digest();
+      const found = apiUsers.get(name);
+      if (found === undefined || !timingSafeEqual(digest, expected)) {
+        failures.set(name, spent + 1);
+        return 401;
+      }
+      if (spent > 0) failures.delete(name);
+      user = found;
+    }
+    if (user === undefined) return 401;
+    if (url.startsWith("/staff/") && !user.roles.includes("STAFF")) return 403;
+    return PASS;
+  };
+}
+
+/** The reference as a node:http guard (and Express middleware): fields set on `res`. */
+function byHand(
+  variant: Variant,
+): (req: IncomingMessage, res: ServerResponse, next: () => void) => void {
+  const guard = handWritten(variant, {
+    get: (res: ServerResponse, name) => res.req.headers[name] as string | undefined,
+    set: (res, name, value) => res.setHeader(name, value),
+  });
+  return (req, res, next) => {
+    const outcome = guard(res, req.method ?? "GET", req.url ?? "", req.socket.remoteAddress ?? "");
+    if (outcome === PASS) return next();
+    if (outcome === SIGNED_IN) return ok(res);
+    res.statusCode = outcome;
     res.end();
   };
-  return (req, res, next) => {
-    for (const [name, value] of fields) res.setHeader(name, value);
-    const origin = req.headers.origin;
-    res.setHeader("vary", "Origin");
-    if (origin === ORIGIN) {
-      res.setHeader("access-control-allow-origin", ORIGIN);
-      res.setHeader("access-control-allow-credentials", "true");
-    }
-    const address = req.socket.remoteAddress ?? "";
-    const now = Date.now();
-    let window = windows.get(address);
-    if (window === undefined || window.resetAt <= now) {
-      window = { count: 0, resetAt: now + 60_000 };
-      windows.set(address, window);
-    }
-    if (++window.count > limit) return deny(res, 429);
-    res.setHeader("ratelimit-policy", `"all";q=${limit};w=60`);
-    res.setHeader(
-      "ratelimit",
-      `"all";r=${limit - window.count};t=${Math.ceil((window.resetAt - now) / 1000)}`,
-    );
-    const safe = req.method === "GET" || req.method === "HEAD" || req.method === "OPTIONS";
-    if (!safe && origin !== undefined && origin !== ORIGIN) return deny(res, 403);
-    if (req.method === "POST" && req.url === "/sign-in") {
-      const id = randomBytes(32).toString("base64url");
-      signedIn.set(id, { name: "sam", roles: ["STAFF"] });
-      res.setHeader("set-cookie", `sid=${id}; Path=/; HttpOnly; SameSite=Lax`);
-      return ok(res);
-    }
-    const id = /(?:^|;\s*)sid=([^;]*)/.exec(req.headers.cookie ?? "")?.[1];
-    const user = id === undefined ? undefined : signedIn.get(id);
-    if (user === undefined) return deny(res, 401);
-    if (req.url?.startsWith("/staff/") && !user.roles.includes("STAFF")) return deny(res, 403);
-    next();
+}
+
+/** The reference in front of a Fetch handler: fields collected, then set on its answer. */
+function byHandFetch(
+  variant: Variant,
+  app: (request: Request) => Response | Promise<Response>,
+): (request: Request, env: { incoming: IncomingMessage }) => Promise<Response> {
+  interface Exchange {
+    request: Request;
+    fields: string[];
+  }
+  const guard = handWritten<Exchange>(variant, {
+    get: (on, name) => on.request.headers.get(name) ?? undefined,
+    set: (on, name, value) => {
+      on.fields.push(name, value);
+    },
+  });
+  return async (request, env) => {
+    const exchange: Exchange = { request, fields: [] };
+    const url = request.url;
+    const path = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+    const outcome = guard(exchange, request.method, path, env.incoming.socket.remoteAddress ?? "");
+    const response =
+      outcome === PASS
+        ? await app(request)
+        : outcome === SIGNED_IN
+          ? okResponse()
+          : new Response(null, { status: outcome });
+    const { fields } = exchange;
+    for (let i = 0; i < fields.length; i += 2)
+      response.headers.append(fields[i] as string, fields[i + 1] as string);
+    return response;
   };
 }
 
@@ -134,7 +294,7 @@ type Served =
   | RequestListener
   | { fetch: (request: Request) => unknown; hono: true }
   | { listening: number };
-type Serve = () => Promise<Served>;
+type Serve = (variant: Variant) => Promise<Served>;
 
 /** A Fetch handler on serveFetch, as shipped (light responses) or with the runtime's own. */
 async function onServeFetch(
@@ -147,8 +307,8 @@ async function onServeFetch(
 }
 
 /** The full chain in front of a Fetch handler, on serveFetch. */
-async function chainOnServeFetch(lightResponses: boolean): Promise<Served> {
-  const { P, options, signIn } = await portcullis();
+async function chainOnServeFetch(variant: Variant, lightResponses: boolean): Promise<Served> {
+  const { P, options, signIn } = await portcullis(variant);
   const handler = P.newHandler(async (request: Request) => {
     if (request.method === "POST") await signIn(request);
     return okResponse();
@@ -181,6 +341,16 @@ const SERVERS: Record<string, Serve> = {
     return fastifyListening(app);
   },
 
+  "bare-koa": async () => {
+    const { default: Koa } = await import("koa");
+    const app = new Koa();
+    app.use(async (ctx) => {
+      ctx.type = "text/plain";
+      ctx.body = "ok";
+    });
+    return app.callback();
+  },
+
   "bare-hono": async () => {
     const { Hono } = await import("hono");
     const app = new Hono();
@@ -192,25 +362,34 @@ const SERVERS: Record<string, Serve> = {
 
   "bare-fetch-servefetch": () => onServeFetch(okResponse, true),
 
+  "by-hand-servefetch": async (variant) => {
+    const { serveFetch } = await load("adapters/node/index.js");
+    const server = await serveFetch(byHandFetch(variant, okResponse), {
+      port: 0,
+      keepAliveTimeout: 60_000,
+    });
+    return { listening: (server.address() as AddressInfo).port };
+  },
+
   "bare-fetch-servefetch-native": () => onServeFetch(okResponse, false),
 
-  "portcullis-node": async () => {
+  "portcullis-node": async (variant) => {
     const { nodeListener } = await load("adapters/node/index.js");
-    const { chain, signIn } = await portcullis();
+    const { chain, signIn } = await portcullis(variant);
     return nodeListener(chain, async (req: IncomingMessage, res: ServerResponse) => {
       if (req.method === "POST" && req.url === "/sign-in") await signIn(req);
       ok(res);
     });
   },
 
-  "portcullis-servefetch": () => chainOnServeFetch(true),
+  "portcullis-servefetch": (variant) => chainOnServeFetch(variant, true),
 
-  "portcullis-servefetch-native": () => chainOnServeFetch(false),
+  "portcullis-servefetch-native": (variant) => chainOnServeFetch(variant, false),
 
-  "portcullis-express": async () => {
+  "portcullis-express": async (variant) => {
     const { default: express } = await import("express");
     const { expressMiddleware } = await load("adapters/express/index.js");
-    const { chain, signIn } = await portcullis();
+    const { chain, signIn } = await portcullis(variant);
     const app = express();
     app.disable("x-powered-by");
     app.use(expressMiddleware(chain));
@@ -222,10 +401,10 @@ const SERVERS: Record<string, Serve> = {
     return app as unknown as RequestListener;
   },
 
-  "portcullis-fastify": async () => {
+  "portcullis-fastify": async (variant) => {
     const { default: Fastify } = await import("fastify");
     const { fastifyPortcullis } = await load("adapters/fastify/index.js");
-    const { chain, signIn } = await portcullis();
+    const { chain, signIn } = await portcullis(variant);
     const app = Fastify();
     await app.register(fastifyPortcullis, { chain });
     app.post("/sign-in", async (request, reply) => {
@@ -236,10 +415,10 @@ const SERVERS: Record<string, Serve> = {
     return fastifyListening(app);
   },
 
-  "portcullis-koa": async () => {
+  "portcullis-koa": async (variant) => {
     const { default: Koa } = await import("koa");
     const { koaMiddleware } = await load("adapters/koa/index.js");
-    const { chain, signIn } = await portcullis();
+    const { chain, signIn } = await portcullis(variant);
     const app = new Koa();
     app.use(koaMiddleware(chain));
     app.use(async (ctx) => {
@@ -250,10 +429,10 @@ const SERVERS: Record<string, Serve> = {
     return app.callback();
   },
 
-  "portcullis-hono": async () => {
+  "portcullis-hono": async (variant) => {
     const { Hono } = await import("hono");
     const { honoMiddleware } = await load("adapters/hono/index.js");
-    const { chain, signIn } = await portcullis("hono");
+    const { chain, signIn } = await portcullis(variant, "hono");
     const app = new Hono();
     app.use("*", honoMiddleware(chain));
     app.post("/sign-in", async (c) => {
@@ -264,18 +443,76 @@ const SERVERS: Record<string, Serve> = {
     return { fetch: app.fetch, hono: true };
   },
 
-  "by-hand-node": async () => {
-    const guard = byHand();
+  "by-hand-node": async (variant) => {
+    const guard = byHand(variant);
     return (req, res) => guard(req, res, () => ok(res));
   },
 
-  "by-hand-express": async () => {
+  "by-hand-express": async (variant) => {
     const { default: express } = await import("express");
     const app = express();
     app.disable("x-powered-by");
-    app.use(byHand());
+    app.use(byHand(variant));
     app.get(PATH, (_req, res) => ok(res));
     return app as unknown as RequestListener;
+  },
+
+  "by-hand-fastify": async (variant) => {
+    const { default: Fastify } = await import("fastify");
+    const app = Fastify();
+    const guard = handWritten<import("fastify").FastifyReply>(variant, {
+      get: (reply, name) => reply.request.headers[name] as string | undefined,
+      set: (reply, name, value) => {
+        reply.header(name, value);
+      },
+    });
+    app.addHook("onRequest", async (request, reply) => {
+      const outcome = guard(reply, request.method, request.url, request.ip);
+      if (outcome === SIGNED_IN) return reply.type("text/plain").send("ok");
+      if (outcome !== PASS) return reply.code(outcome).send();
+    });
+    app.post("/sign-in", (_request, reply) => reply.type("text/plain").send("ok"));
+    app.get(PATH, (_request, reply) => reply.type("text/plain").send("ok"));
+    return fastifyListening(app);
+  },
+
+  "by-hand-koa": async (variant) => {
+    const { default: Koa } = await import("koa");
+    const guard = handWritten<import("koa").Context>(variant, {
+      get: (ctx, name) => ctx.req.headers[name] as string | undefined,
+      set: (ctx, name, value) => ctx.set(name, value),
+    });
+    const app = new Koa();
+    app.use(async (ctx, next) => {
+      const outcome = guard(ctx, ctx.method, ctx.url, ctx.req.socket.remoteAddress ?? "");
+      if (outcome === PASS) return next();
+      ctx.status = outcome === SIGNED_IN ? 200 : outcome;
+      if (outcome === SIGNED_IN) ctx.body = "ok";
+    });
+    app.use(async (ctx) => {
+      ctx.type = "text/plain";
+      ctx.body = "ok";
+    });
+    return app.callback();
+  },
+
+  "by-hand-hono": async (variant) => {
+    const { Hono } = await import("hono");
+    const { getConnInfo } = await import("@hono/node-server/conninfo");
+    type C = import("hono").Context;
+    const guard = handWritten<C>(variant, {
+      get: (c, name) => c.req.header(name),
+      set: (c, name, value) => c.header(name, value, { append: name === "set-cookie" }),
+    });
+    const app = new Hono();
+    app.use("*", async (c, next) => {
+      const outcome = guard(c, c.req.method, c.req.path, getConnInfo(c).remote.address ?? "");
+      if (outcome === SIGNED_IN) return c.text("ok");
+      if (outcome !== PASS) return c.body(null, outcome as 401);
+      await next();
+    });
+    app.get(PATH, (c) => c.text("ok"));
+    return { fetch: app.fetch, hono: true };
   },
 
   "express-stack": async () => {
@@ -426,10 +663,18 @@ const SERVERS: Record<string, Serve> = {
 
 export const CONTENDER_NAMES = Object.keys(SERVERS);
 
+/** Whether `name` is a contender: a server, with legs or a profile only where it takes them. */
+export function isContender(name: string): boolean {
+  const { base } = variantOf(name);
+  if (SERVERS[base] === undefined) return false;
+  return !name.includes(":") || base.startsWith("portcullis-") || base.startsWith("by-hand-");
+}
+
 async function main(name: string): Promise<void> {
-  const make = SERVERS[name];
-  if (make === undefined) throw new Error(`no contender ${name}`);
-  const served = await make();
+  const { base, variant } = variantOf(name);
+  const make = SERVERS[base];
+  if (make === undefined || !isContender(name)) throw new Error(`no contender ${name}`);
+  const served = await make(variant);
   let port: number;
   if ("listening" in served) {
     port = served.listening;
@@ -448,6 +693,9 @@ async function main(name: string): Promise<void> {
       (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 60_000;
     });
   }
+  // The instruction count collects all garbage before it starts counting (node --expose-gc).
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc !== undefined) process.on("SIGUSR2", () => gc());
   console.log(`PORT ${port}`);
 }
 

@@ -11,6 +11,7 @@
  *
  * Environment: BENCH_SOCKET_ROUNDS (7), BENCH_SOCKET_SECONDS (5),
  * BENCH_CONNECTIONS (16), BENCH_CONTENDERS (comma-separated names),
+ * BENCH_DIST_DIR and BENCH_PREBUILT=1 (measure a build made elsewhere), BENCH_CORE,
  * BENCH_MODE (`throughput` | `instructions`), BENCH_REQUESTS (instructions
  * mode: measured requests, 6000: fewer let one garbage collection sway the count).
  */
@@ -20,12 +21,20 @@ import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CONTENDER_NAMES, ORIGIN, PATH } from "./servers.ts";
+import { goalContenders, printGoals } from "./goals.ts";
+import { PATH, profileHeaders } from "./profiles.ts";
+import { CONTENDER_NAMES, isContender, signsIn, variantOf } from "./servers.ts";
+
+/** Instructions by callgrind: asked for, or the default when valgrind is there and wrk is not. */
+const byInstructions = () =>
+  process.env.BENCH_MODE === "instructions" ||
+  (process.env.BENCH_MODE === undefined && have("valgrind") && !have("wrk"));
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SERVERS = fileURLToPath(new URL("servers.ts", import.meta.url));
 /** Portcullis as published: compiled by tsc, not transpiled on the fly, like the peer stacks. */
-const DIST = join(ROOT, "node_modules", ".cache", "portcullis-bench-dist");
+const DIST =
+  process.env.BENCH_DIST_DIR ?? join(ROOT, "node_modules", ".cache", "portcullis-bench-dist");
 const CLK_TCK =
   Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
 
@@ -33,6 +42,7 @@ const LABELS: Record<string, string> = {
   "bare-node": "bare node:http",
   "bare-express": "bare Express",
   "bare-fastify": "bare Fastify",
+  "bare-koa": "bare Koa",
   "bare-hono": "bare Hono on @hono/node-server",
   "bare-fetch-hono-server": "bare Fetch handler on @hono/node-server",
   "bare-fetch-servefetch": "bare Fetch handler on serveFetch",
@@ -46,13 +56,38 @@ const LABELS: Record<string, string> = {
   "portcullis-hono": "Portcullis full chain on Hono (@hono/node-server)",
   "by-hand-node": "the same work by hand on node:http (reference)",
   "by-hand-express": "the same work by hand as Express middleware (reference)",
+  "by-hand-servefetch": "the same work by hand before a Fetch handler on serveFetch (reference)",
+  "by-hand-fastify": "the same work by hand as a Fastify hook (reference)",
+  "by-hand-koa": "the same work by hand as Koa middleware (reference)",
+  "by-hand-hono": "the same work by hand as Hono middleware (reference)",
   "express-stack": "Express + helmet, cors, rate-limit, session, csrf-csrf",
   "fastify-stack": "Fastify + @fastify/helmet, cors, rate-limit, session, csrf",
   "hono-stack": "Hono + secure-headers, cors, rate-limiter, cookie session, csrf",
 };
 
-/** Chains and stacks: checked for their security headers and for 401 without a session. */
-const GUARDED = (name: string) => !name.startsWith("bare-");
+/** A contender's label: its server's, with the legs it runs and the profile it is sent. */
+export function label(name: string): string {
+  const [head = "", profile] = name.split("@");
+  const [base = "", leg] = head.split(":");
+  const legs = leg === undefined ? "" : leg === "empty" ? ", no legs" : `, ${leg} only`;
+  return `${LABELS[base] ?? base}${legs}${profile === undefined ? "" : ` [${profile}]`}`;
+}
+
+/** Stacks, and chains that sign users in: checked for 401 without credentials. */
+const GUARDED = (name: string) => {
+  const { base, variant } = variantOf(name);
+  if (base.startsWith("bare-")) return false;
+  return base.endsWith("-stack") || signsIn(variant);
+};
+/** Whether the contender sets the security headers, checked once. */
+const HEADERS = (name: string) => {
+  const { base, variant } = variantOf(name);
+  return !base.startsWith("bare-") && (base.endsWith("-stack") || variant.legs.has("headers"));
+};
+/** The profile a contender is sent: `@api` names get the API client's. */
+const PROFILE = (name: string) => variantOf(name).variant.profile;
+/** A session cookie's length for contenders with no sessions, so every request is as long. */
+const NO_SESSION_COOKIE = "sid=k2JbX9qR4mT7vW1yZ3aC6eG8iL0nP5sU2xA4cE7gH9j";
 
 function compile(): void {
   const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
@@ -86,7 +121,8 @@ interface Running {
 
 /** Starts `name` pinned to `core`, optionally under a wrapper command (valgrind). */
 async function start(name: string, core: string, wrapper: string[] = []): Promise<Running> {
-  const command = [...wrapper, process.execPath, "--import", "tsx", SERVERS, name];
+  core = process.env.BENCH_CORE ?? core;
+  const command = [...wrapper, process.execPath, "--expose-gc", "--import", "tsx", SERVERS, name];
   const child = spawn("taskset", ["-c", core, ...command], {
     cwd: ROOT,
     env: { ...process.env, PORTCULLIS_BENCH_DIST: DIST, NODE_ENV: "production" },
@@ -112,8 +148,9 @@ async function start(name: string, core: string, wrapper: string[] = []): Promis
 /** Signs in, checks the contender once, and answers its session cookie. */
 async function check(name: string, port: number): Promise<string> {
   const url = `http://127.0.0.1:${port}`;
-  let cookie = "";
-  if (GUARDED(name)) {
+  const profile = PROFILE(name);
+  let cookie = profile === "browser" ? NO_SESSION_COOKIE : "";
+  if (GUARDED(name) && profile === "browser") {
     // A same-site sign-in: no Origin, which every CSRF defence here lets through.
     const signIn = await fetch(`${url}/sign-in`, { method: "POST" });
     if (signIn.status !== 200) throw new Error(`${name}: sign-in answered ${signIn.status}`);
@@ -121,14 +158,17 @@ async function check(name: string, port: number): Promise<string> {
       .getSetCookie()
       .map((line) => line.split(";")[0])
       .join("; ");
-    const anonymous = await fetch(`${url}${PATH}`, { headers: { origin: ORIGIN } });
-    if (anonymous.status !== 401)
-      throw new Error(`${name}: ${PATH} without a session answered ${anonymous.status}, not 401`);
   }
-  const probe = await fetch(`${url}${PATH}`, { headers: { cookie, origin: ORIGIN } });
+  if (GUARDED(name)) {
+    const { authorization: _, ...anonymously } = profileHeaders(profile, "");
+    const anonymous = await fetch(`${url}${PATH}`, { headers: anonymously });
+    if (anonymous.status !== 401)
+      throw new Error(`${name}: ${PATH} without credentials answered ${anonymous.status}, not 401`);
+  }
+  const probe = await fetch(`${url}${PATH}`, { headers: profileHeaders(profile, cookie) });
   if (probe.status !== 200 || (await probe.text()) !== "ok")
     throw new Error(`${name}: ${PATH} answered ${probe.status}`);
-  if (GUARDED(name) && probe.headers.get("x-content-type-options") !== "nosniff")
+  if (HEADERS(name) && probe.headers.get("x-content-type-options") !== "nosniff")
     throw new Error(`${name}: ${PATH} came without its security headers`);
   return cookie;
 }
@@ -147,8 +187,9 @@ function wrk(target: Running, seconds: number, connections: number): Sample {
   const pid = target.child.pid as number;
   const before = cpuTicks(pid);
   const args = ["-c", "0", "wrk", "-t1", `-c${connections}`, `-d${seconds}s`];
-  if (target.cookie !== "") args.push("-H", `cookie: ${target.cookie}`);
-  args.push("-H", `origin: ${ORIGIN}`, `http://127.0.0.1:${target.port}${PATH}`);
+  for (const [field, value] of Object.entries(profileHeaders(PROFILE(target.name), target.cookie)))
+    args.push("-H", `${field}: ${value}`);
+  args.push(`http://127.0.0.1:${target.port}${PATH}`);
   const result = spawnSync("taskset", args, { encoding: "utf8" });
   const after = cpuTicks(pid);
   const out = result.stdout;
@@ -178,9 +219,13 @@ const fmt = (value: number, digits = 0) =>
 
 function contenders(): string[] {
   const chosen = process.env.BENCH_CONTENDERS?.split(",").filter((name) => name !== "");
-  const names = chosen === undefined || chosen.length === 0 ? CONTENDER_NAMES : chosen;
-  for (const name of names)
-    if (!CONTENDER_NAMES.includes(name)) throw new Error(`no contender ${name}`);
+  const names =
+    chosen === undefined || chosen.length === 0
+      ? byInstructions()
+        ? goalContenders()
+        : [...CONTENDER_NAMES]
+      : chosen;
+  for (const name of names) if (!isContender(name)) throw new Error(`no contender ${name}`);
   if (!names.includes("bare-node")) names.unshift("bare-node");
   return names;
 }
@@ -276,13 +321,13 @@ async function throughput(): Promise<void> {
       `\nOver the socket: wrk (1 thread, ${connections} connections) on core 0, each server alone on core 1; ${rounds} interleaved rounds x ${seconds} s; GET ${PATH}, signed in`,
     );
     console.log(
-      `${"contender".padEnd(64)} ${"req/s".padStart(8)} ${"spread".padStart(17)} ${"vs bare".padStart(8)} ${"CPU µs/req".padStart(11)} ${"bare/CPU".padStart(9)}`,
+      `${"contender".padEnd(80)} ${"req/s".padStart(8)} ${"spread".padStart(17)} ${"vs bare".padStart(8)} ${"CPU µs/req".padStart(11)} ${"bare/CPU".padStart(9)}`,
     );
     for (const name of names) {
       const list = rates(name);
       const value = median(list);
       console.log(
-        `${(LABELS[name] ?? name).padEnd(64)} ${fmt(value).padStart(8)} ${`${fmt(Math.min(...list))}–${fmt(Math.max(...list))}`.padStart(17)} ${fmt(value / bare, 2).padStart(8)} ${fmt(cpu(name), 1).padStart(11)} ${fmt(cpu("bare-node") / cpu(name), 2).padStart(9)}`,
+        `${label(name).padEnd(80)} ${fmt(value).padStart(8)} ${`${fmt(Math.min(...list))}–${fmt(Math.max(...list))}`.padStart(17)} ${fmt(value / bare, 2).padStart(8)} ${fmt(cpu(name), 1).padStart(11)} ${fmt(cpu("bare-node") / cpu(name), 2).padStart(9)}`,
       );
     }
     // Ratios per round (both measured in the same round), then their median and spread.
@@ -293,6 +338,11 @@ async function throughput(): Promise<void> {
       const per = a.map((s, i) => s.rate / (b[i]?.rate ?? Number.NaN));
       return `${fmt(median(per), 2)} [${fmt(Math.min(...per), 2)}–${fmt(Math.max(...per), 2)}]`;
     });
+    printGoals(
+      (name) => (samples.has(name) ? cpu(name) : undefined),
+      "server CPU µs per request",
+      1,
+    );
   } finally {
     for (const target of running) target.child.kill();
   }
@@ -301,8 +351,7 @@ async function throughput(): Promise<void> {
 /** Sends `count` GETs one after another on one kept-alive connection. */
 function drive(target: Running, count: number): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const headers: Record<string, string> = { origin: ORIGIN };
-  if (target.cookie !== "") headers.cookie = target.cookie;
+  const headers = profileHeaders(PROFILE(target.name), target.cookie);
   return new Promise((resolve, reject) => {
     let left = count;
     const next = () => {
@@ -329,17 +378,19 @@ function drive(target: Running, count: number): Promise<void> {
 function totalInstructions(file: string): number {
   const text = readFileSync(file, "utf8");
   const line = /^(?:totals|summary):\s+(\d+)/m.exec(text);
-  if (line === null) throw new Error(`no totals in ${file}`);
-  return Number(line[1]);
+  // A thread that ran nothing while counting writes a dump without totals.
+  return line === null ? 0 : Number(line[1]);
 }
 
 async function instructions(): Promise<void> {
   if (!have("valgrind") || !have("callgrind_control"))
     throw new Error("BENCH_MODE=instructions needs valgrind (Debian package valgrind)");
   const measured = Number(process.env.BENCH_REQUESTS ?? 6000);
-  const warm = 3000;
+  // Requests before the full collection, and as many after it.
+  const warm = Number(process.env.BENCH_WARM ?? 2000);
   const names = contenders();
   const perRequest = new Map<string, number>();
+  const allThreads = new Map<string, number>();
   for (const name of names) {
     const dir = mkdtempSync(join(tmpdir(), "portcullis-callgrind-"));
     const out = join(dir, "callgrind.out");
@@ -348,10 +399,21 @@ async function instructions(): Promise<void> {
       "--tool=callgrind",
       "--smc-check=all-non-file",
       "--instr-atstart=no",
+      // One count per thread: the main thread runs the requests; the others compile and
+      // collect garbage concurrently, and under valgrind that work drags on for thousands of
+      // requests (the JIT compiler still compiled the server's hot functions after 15 000).
+      "--separate-threads=yes",
       `--callgrind-out-file=${out}`,
     ]);
     try {
       const pid = target.child.pid as number;
+      await drive(target, warm);
+      // A full collection halfway (servers.ts answers SIGUSR2 with one): a collection of the
+      // old generation left over from the warm-up would otherwise land in the count or not,
+      // by chance, and move it by ten thousand instructions a request.
+      process.kill(pid, "SIGUSR2");
+      // Then more requests, so that the collection's aftermath (sweeping, code it let go of
+      // and compiled again) is behind the count too.
       await drive(target, warm);
       // Count only the measured requests: instrumentation is switched on (which retranslates
       // the code already run), a few requests settle it, the counters are zeroed, then dumped.
@@ -365,9 +427,15 @@ async function instructions(): Promise<void> {
       // callgrind.out is only written at exit, which a killed server never reaches.
       const dumps = readdirSync(dir).filter((file) => /^callgrind\.out\.\d/.test(file));
       if (dumps.length === 0) throw new Error(`${name}: callgrind wrote no dump`);
+      // `.1-01` is the main thread's.
+      const main = dumps.find((file) => file.endsWith("-01")) ?? dumps[0];
+      const mainThread = totalInstructions(join(dir, main as string));
       const total = dumps.reduce((sum, file) => sum + totalInstructions(join(dir, file)), 0);
-      perRequest.set(name, total / measured);
-      process.stderr.write(`${name}: ${fmt(total / measured)} instructions/request\n`);
+      perRequest.set(name, mainThread / measured);
+      allThreads.set(name, total / measured);
+      process.stderr.write(
+        `${name}: ${fmt(mainThread / measured)} instructions/request on the main thread, ${fmt(total / measured)} in all threads\n`,
+      );
     } finally {
       target.child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
@@ -375,29 +443,23 @@ async function instructions(): Promise<void> {
   }
   const bare = perRequest.get("bare-node") as number;
   console.log(
-    `\nInstructions per request (callgrind, ${warm} requests to warm up, ${measured} counted, one connection)`,
+    `\nInstructions per request (callgrind, ${warm} requests to warm up, a full collection, ${warm} more, ${measured} counted, one connection; the main thread, and all threads with the JIT compiler's and the concurrent GC's)`,
   );
-  console.log(`${"contender".padEnd(64)} ${"instr/req".padStart(10)} ${"bare/this".padStart(10)}`);
+  console.log(
+    `${"contender".padEnd(80)} ${"main".padStart(10)} ${"bare/this".padStart(10)} ${"all threads".padStart(12)}`,
+  );
   for (const name of names) {
     const value = perRequest.get(name) as number;
     console.log(
-      `${(LABELS[name] ?? name).padEnd(64)} ${fmt(value).padStart(10)} ${fmt(bare / value, 2).padStart(10)}`,
+      `${label(name).padEnd(80)} ${fmt(value).padStart(10)} ${fmt(bare / value, 2).padStart(10)} ${fmt(allThreads.get(name) as number).padStart(12)}`,
     );
   }
-  targets(
-    (name, to) => {
-      const a = perRequest.get(name);
-      const b = perRequest.get(to);
-      return a === undefined || b === undefined ? undefined : fmt(b / a, 2);
-    },
-    "targets (ratio of instructions per request)",
-    true,
-  );
+  printGoals((name) => perRequest.get(name), "instructions per request (main thread)");
 }
 
 /** Runs the over-the-socket comparison (or the instruction counts) and prints the tables. */
 export async function overSocket(): Promise<void> {
-  for (const tool of ["wrk", "taskset"]) {
+  for (const tool of byInstructions() ? ["taskset"] : ["wrk", "taskset"]) {
     if (!have(tool)) {
       console.log(
         `\nOver the socket: skipped, ${tool} is not installed (Debian: apt-get install ${tool === "wrk" ? "wrk" : "util-linux"}).`,
@@ -405,8 +467,9 @@ export async function overSocket(): Promise<void> {
       return;
     }
   }
-  compile();
-  if (process.env.BENCH_MODE === "instructions") await instructions();
+  // BENCH_PREBUILT=1 measures the build already in BENCH_DIST_DIR (another commit's, say).
+  if (process.env.BENCH_PREBUILT !== "1") compile();
+  if (byInstructions()) await instructions();
   else await throughput();
 }
 

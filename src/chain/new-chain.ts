@@ -269,31 +269,39 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
   const resolveAddress = clientAddress !== undefined || options.trustProxy !== undefined;
   const trustsNoProxy = options.trustProxy === undefined || options.trustProxy === 0;
   const forwardedHeader = options.forwardedHeader ?? "x-forwarded-for";
+  // Not an async function: the answer further in is handed back as it is, with a handler for
+  // its rejection, rather than awaited in a promise of this leg's own.
   return (next: Handler): Handler =>
-    async (request, ...rest) => {
-      if (matchPath(request) === undefined) {
-        return refusedPathResponse();
+    (request, ...rest) => {
+      try {
+        if (matchPath(request) === undefined) {
+          return Promise.resolve(refusedPathResponse());
+        }
+        const context = contextFrom(request);
+        if (!context.has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
+        if (
+          trustsNoProxy &&
+          context.get(FRAMEWORK_TRUSTS_PROXY) === true &&
+          request.headers.has(forwardedHeader)
+        )
+          warnOnce(
+            "PORTCULLIS_FORWARDED_HEADER_IGNORED",
+            `the framework trusts forwarding proxies but the chain does not, so ${forwardedHeader} is ignored and every client behind the proxy shares its address; set newChain's trustProxy to the number of proxies, as the framework's own setting does`,
+          );
+      } catch (error) {
+        return Promise.reject(error);
       }
-      const context = contextFrom(request);
-      if (!context.has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
-      if (
-        trustsNoProxy &&
-        context.get(FRAMEWORK_TRUSTS_PROXY) === true &&
-        request.headers.has(forwardedHeader)
-      )
-        warnOnce(
-          "PORTCULLIS_FORWARDED_HEADER_IGNORED",
-          `the framework trusts forwarding proxies but the chain does not, so ${forwardedHeader} is ignored and every client behind the proxy shares its address; set newChain's trustProxy to the number of proxies, as the framework's own setting does`,
-        );
       try {
         if (resolveAddress) {
           const peer = clientAddress?.(request, ...rest);
           if (typeof peer === "string" && peer !== "") bindValue(request, PEER_ADDRESS, peer);
           resolveClientAddress(request, options);
         }
-        return await next(request, ...rest);
+        return Promise.resolve(next(request, ...rest)).catch((error: unknown) =>
+          internalErrorResponse(onError, error, request),
+        );
       } catch (error) {
-        return internalErrorResponse(onError, error, request);
+        return Promise.resolve(internalErrorResponse(onError, error, request));
       }
     };
 }
@@ -316,11 +324,13 @@ type ErrorListener = SecurityOptions["onError"];
 
 function errorBoundary(onError: ErrorListener): Middleware {
   return (next) =>
-    async (request, ...rest) => {
+    (request, ...rest) => {
       try {
-        return await next(request, ...rest);
+        return Promise.resolve(next(request, ...rest)).catch((error: unknown) =>
+          internalErrorResponse(onError, error, request),
+        );
       } catch (error) {
-        return internalErrorResponse(onError, error, request);
+        return Promise.resolve(internalErrorResponse(onError, error, request));
       }
     };
 }

@@ -250,11 +250,16 @@ function valueInShape(value: string): boolean {
   );
 }
 
+// Lower-case names a parser's record held, already found to be tokens: every request of a
+// browser brings a dozen, the same ones each time. Bounded like CHECKED_NAMES, never evicted.
+const PARSED_NAMES = new Set<string>();
+
 /** A lower-case token other than `set-cookie`, which `Headers` keeps apart. */
 function isParsedName(name: string): boolean {
-  // Names checked before answer from the cache; the parser's are lower-case already.
-  if (CHECKED_NAMES.get(name) === name) return name !== "set-cookie";
-  return LOWER_TOKEN.test(name) && name !== "set-cookie";
+  if (PARSED_NAMES.has(name)) return true;
+  if (!LOWER_TOKEN.test(name) || name === "set-cookie") return false;
+  if (PARSED_NAMES.size < MAX_CHECKED_NAMES) PARSED_NAMES.add(name);
+  return true;
 }
 
 /** Header fields as a server's parser records them. */

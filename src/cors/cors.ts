@@ -1,9 +1,10 @@
+import { CheckedFields } from "../core/checked-fields.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { problemResponse } from "../core/problem.ts";
-import { setIfAbsent, withHeaders } from "../core/response.ts";
+import { setAbsent, setIfAbsent, withHeaders } from "../core/response.ts";
 
 /** Decides whether `origin` may read responses; only `true` allows (a truthy non-boolean does not). */
 export type CorsOriginFunction = (origin: string, request: Request) => boolean | Promise<boolean>;
@@ -145,6 +146,18 @@ export function cors(options: CorsOptions): Middleware {
   const allowHeaders = allowedHeaders === "*" ? "*" : allowedHeaders.join(", ");
   const exposeHeaders = exposedHeaders === "*" ? "*" : exposedHeaders.join(", ");
   const maxAgeValue = String(maxAge);
+  // With a list of origins, the fields an allowed origin's answer gets are known now: checked
+  // once here, added per request as map work.
+  const answerFields = (value: string): [string, string][] => {
+    const fields: [string, string][] = [["access-control-allow-origin", value]];
+    if (credentials) fields.push(["access-control-allow-credentials", "true"]);
+    if (exposeHeaders !== "") fields.push(["access-control-expose-headers", exposeHeaders]);
+    return fields;
+  };
+  const fieldsByOrigin =
+    allow instanceof Set
+      ? new Map([...allow].map((value) => [value, new CheckedFields(answerFields(value))]))
+      : undefined;
 
   return (next) =>
     async (request, ...rest) => {
@@ -188,6 +201,11 @@ export function cors(options: CorsOptions): Middleware {
       return withHeaders(response, (headers) => {
         if (!wildcard) addVaryOrigin(headers);
         if (allowedOrigin === undefined) return;
+        const fields = fieldsByOrigin?.get(allowedOrigin);
+        if (fields !== undefined) {
+          setAbsent(headers, fields);
+          return;
+        }
         setIfAbsent(headers, "access-control-allow-origin", allowedOrigin);
         if (credentials) setIfAbsent(headers, "access-control-allow-credentials", "true");
         if (exposeHeaders !== "")
@@ -312,10 +330,16 @@ function headersAllowed(
   return true;
 }
 
+const VARY_ORIGIN = new CheckedFields([["vary", "Origin"]]);
+
 /** Appends `Origin` to `Vary` unless it, or `*`, is already there. */
 function addVaryOrigin(headers: Headers): void {
   const vary = headers.get("vary");
-  if (vary === null || vary.trim() === "") {
+  if (vary === null) {
+    setAbsent(headers, VARY_ORIGIN);
+    return;
+  }
+  if (vary.trim() === "") {
     headers.set("vary", "Origin");
     return;
   }

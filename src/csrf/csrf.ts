@@ -1,7 +1,7 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
 import { formField, isUnreadableForm } from "../core/form.ts";
-import type { Middleware } from "../core/handler.ts";
+import type { Handler, Middleware } from "../core/handler.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
@@ -108,47 +108,71 @@ export function csrf(options: CsrfOptions = {}): Middleware {
   if (!Number.isSafeInteger(maxFormBytes) || maxFormBytes < 0)
     throw new InvalidOptionsError("csrf: maxFormBytes must be a non-negative integer");
 
+  // Not an async function: a safe request that asks for nothing more (most of them) is handed
+  // on with no promise of this leg's own; everything else goes through `check`.
   return (next) =>
-    async (request, ...rest) => {
-      const method = request.method.toUpperCase();
-      const found = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
-      const asks = found instanceof Promise ? await found : found;
-      if (asks === "unreadable") return unreadableBodyResponse();
-      if (!asks) {
-        // Without a session leg there is nothing to bind a token to: the path is the app's.
-        if (
-          tokenPathMatches !== undefined &&
-          method === "GET" &&
-          tokenPathMatches(matchPath(request) ?? "") &&
-          sessionFrom(request) !== undefined
-        ) {
-          const token = await csrfToken(request);
-          return Response.json(
-            { token, headerName, parameterName },
-            { headers: { "cache-control": "no-store" } },
-          );
-        }
+    (request, ...rest) => {
+      try {
+        const method = request.method.toUpperCase();
+        const found = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
+        if (found !== false || (method === "GET" && asksForToken(request)))
+          return check(next, request, rest, method, found);
         return next(request, ...rest);
+      } catch (error) {
+        return Promise.reject(error);
       }
-      if (!originAllowed(request, trusted)) return refuse("The request's origin is not allowed.");
-      const session = sessionFrom(request);
-      const path = matchPath(request) ?? "";
-      const needsToken =
-        session?.fromCookie === true || protectedPaths.some((matches) => matches(path));
-      if (!needsToken) return next(request, ...rest);
-      // The id the cookie carried, stored or not: a visitor who only fetched a token holds one.
-      const id = session?.fromCookie === true ? session.id : undefined;
-      if (session === undefined || id === undefined)
-        return refuse("A session and a CSRF token are required.");
-      const token =
-        request.headers.get(headerName) ?? (await formField(request, parameterName, maxFormBytes));
-      if (isUnreadableForm(token)) return unreadableBodyResponse();
-      if (token === undefined || token === null || !(await verifyToken(session, id, token))) {
-        return refuse("The CSRF token is missing or invalid.");
-      }
-      bindValue(request, TOKEN_VERIFIED, true);
-      return next(request, ...rest);
     };
+
+  function asksForToken(request: Request): boolean {
+    return (
+      tokenPathMatches?.(matchPath(request) ?? "") === true && sessionFrom(request) !== undefined
+    );
+  }
+
+  async function check(
+    next: Handler,
+    request: Request,
+    rest: unknown[],
+    method: string,
+    found: boolean | Promise<boolean | "unreadable">,
+  ): Promise<Response> {
+    const asks = found instanceof Promise ? await found : found;
+    if (asks === "unreadable") return unreadableBodyResponse();
+    if (!asks) {
+      // Without a session leg there is nothing to bind a token to: the path is the app's.
+      if (
+        tokenPathMatches !== undefined &&
+        method === "GET" &&
+        tokenPathMatches(matchPath(request) ?? "") &&
+        sessionFrom(request) !== undefined
+      ) {
+        const token = await csrfToken(request);
+        return Response.json(
+          { token, headerName, parameterName },
+          { headers: { "cache-control": "no-store" } },
+        );
+      }
+      return next(request, ...rest);
+    }
+    if (!originAllowed(request, trusted)) return refuse("The request's origin is not allowed.");
+    const session = sessionFrom(request);
+    const path = matchPath(request) ?? "";
+    const needsToken =
+      session?.fromCookie === true || protectedPaths.some((matches) => matches(path));
+    if (!needsToken) return next(request, ...rest);
+    // The id the cookie carried, stored or not: a visitor who only fetched a token holds one.
+    const id = session?.fromCookie === true ? session.id : undefined;
+    if (session === undefined || id === undefined)
+      return refuse("A session and a CSRF token are required.");
+    const token =
+      request.headers.get(headerName) ?? (await formField(request, parameterName, maxFormBytes));
+    if (isUnreadableForm(token)) return unreadableBodyResponse();
+    if (token === undefined || token === null || !(await verifyToken(session, id, token))) {
+      return refuse("The CSRF token is missing or invalid.");
+    }
+    bindValue(request, TOKEN_VERIFIED, true);
+    return next(request, ...rest);
+  }
 }
 
 /**

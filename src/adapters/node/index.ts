@@ -23,7 +23,7 @@ import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
 import { isRequestBodyFailure } from "./engine/body-failure.ts";
-import { type AdapterOptions, chainRunner } from "./engine/chain-runner.ts";
+import { type AdapterOptions, type ChainOutcome, chainRunner } from "./engine/chain-runner.ts";
 import { installLightResponses } from "./engine/light-response.ts";
 import { buildRequest } from "./engine/request.ts";
 import {
@@ -67,27 +67,41 @@ export function nodeListener(
   const run = chainRunner(chain, options);
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
-  return (req, res) => {
-    run(req, res, req.url ?? "", [])
-      .then(async (outcome) => {
-        if (!outcome.passed) return writeResponse(res, outcome.response, req.method);
-        applyHeaders(res, outcome.headers);
-        try {
-          await listener(req, res);
-        } catch (error) {
-          if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
-          else {
-            onError(error, undefined);
-            failResponse(res);
-          }
-        }
-      })
-      .catch((error) => {
+  // One async function per request, no closures: what is passed on, in order, is what the
+  // chained `.then(async …).catch(…)` it replaces did.
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    let outcome: ChainOutcome;
+    try {
+      outcome = await run(req, res, req.url ?? "", NO_TARGETS);
+      if (!outcome.passed) {
+        await writeResponse(res, outcome.response, req.method);
+        return;
+      }
+      applyHeaders(res, outcome.headers);
+    } catch (error) {
+      onError(error, undefined);
+      failResponse(res);
+      return;
+    }
+    try {
+      await listener(req, res);
+    } catch (error) {
+      if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
+      else {
         onError(error, undefined);
         failResponse(res);
-      });
+      }
+    }
+  };
+  return (req, res) => {
+    handle(req, res).catch((error) => {
+      onError(error, undefined);
+      failResponse(res);
+    });
   };
 }
+
+const NO_TARGETS: readonly object[] = [];
 
 /**
  * The client broke off or garbled the body the app was reading: a 400 when

@@ -96,31 +96,42 @@ export function chainRunner(
 ): ChainRunner {
   checkAdapterOptions("chainRunner", options);
   const mw = toMiddleware(middleware);
-  const fail = (error: unknown, request: Request | undefined): ChainOutcome => ({
-    passed: false,
-    response: internalErrorResponse(options.onError, error, request),
-  });
-  return async (message, res, ...rest) => {
-    const outcome = await decide(message, res, ...rest);
-    // An error the chain answered before the body was read closes the connection.
-    if (!outcome.passed) closeAfterEarlyError(message, res, outcome.response.status);
-    return outcome;
+  // An error the chain answered before the body was read closes the connection.
+  const refused = (
+    message: IncomingMessage,
+    res: ServerResponse,
+    response: Response,
+  ): ChainOutcome => {
+    closeAfterEarlyError(message, res, response.status);
+    return { passed: false, response };
   };
-
-  async function decide(
-    ...[message, res, target, bindTo, frameworkTrustsProxy, routedTarget]: Parameters<ChainRunner>
+  const fail = (
+    message: IncomingMessage,
+    res: ServerResponse,
+    error: unknown,
+    request: Request | undefined,
+  ): ChainOutcome => refused(message, res, internalErrorResponse(options.onError, error, request));
+  // One async function per request, the runner itself: no wrapper around it.
+  return async function decide(
+    message: IncomingMessage,
+    res: ServerResponse,
+    target: string,
+    bindTo: readonly object[],
+    frameworkTrustsProxy?: boolean,
+    routedTarget?: string,
   ): Promise<ChainOutcome> {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target, true, { response: res });
     } catch (error) {
-      return fail(error, undefined);
+      return fail(message, res, error, undefined);
     }
     if (built === undefined) {
-      return {
-        passed: false,
-        response: problemResponse(400, { detail: "The request target or host is not acceptable." }),
-      };
+      return refused(
+        message,
+        res,
+        problemResponse(400, { detail: "The request target or host is not acceptable." }),
+      );
     }
     const { request, tap } = built;
     if (tap !== undefined && bodyReadBefore(message)) {
@@ -155,7 +166,7 @@ export function chainRunner(
       response = await mw(innermost)(request, { incoming: message, outgoing: res });
     } catch (error) {
       tap?.discard();
-      return fail(error, request);
+      return fail(message, res, error, request);
     }
 
     if (passedWith !== undefined && isPassThrough(response)) {
@@ -163,7 +174,7 @@ export function chainRunner(
         tap?.restore();
       } catch (error) {
         tap?.discard();
-        return fail(error, request);
+        return fail(message, res, error, request);
       }
       if (tap?.touched) dumpUnreadBodyOnFinish(message, res);
       const context = contextFrom(passedWith);
@@ -187,9 +198,9 @@ export function chainRunner(
 
     tap?.discard();
     if (!isResponse(response))
-      return fail(new TypeError("the chain answered a non-Response"), request);
-    return { passed: false, response: outbox.drainIntoResponse(response) };
-  }
+      return fail(message, res, new TypeError("the chain answered a non-Response"), request);
+    return refused(message, res, outbox.drainIntoResponse(response));
+  };
 }
 
 /**
