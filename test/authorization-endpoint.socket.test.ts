@@ -80,6 +80,15 @@ describe("requests whose client or redirect URI is in doubt: an error page, neve
     ["localhost for a registered 127.0.0.1", { redirectUri: "http://localhost:7777/callback" }],
     ["https for a registered http loopback", { redirectUri: "https://127.0.0.1:7777/callback" }],
     ["an attacker's site", { redirectUri: "https://evil.example/callback" }],
+    // `\` ends the authority in a browser: these are other paths of the loopback host.
+    [
+      "a loopback URI with a path behind its port",
+      { redirectUri: "http://127.0.0.1:7777\\x/callback" },
+    ],
+    [
+      "a loopback URI climbing out of its path behind its port",
+      { redirectUri: "http://127.0.0.1:7777\\..\\admin/callback" },
+    ],
     ["a client with no redirect URIs (an agent)", { clientId: AGENT_ID }],
   ];
   for (const [name, params] of cases)

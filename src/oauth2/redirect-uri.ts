@@ -69,6 +69,8 @@ function loopbackWithoutPort(uri: string): string | undefined {
   const authority = uri.slice(7).split(/[/?]/, 1)[0] as string;
   const host = authority.startsWith("[")
     ? authority.slice(0, authority.indexOf("]") + 1)
-    : authority.split(":", 1)[0];
+    : (authority.split(":", 1)[0] as string);
+  // Only digits may follow the host: a `\` there would start another path in a browser.
+  if (!/^(?::[0-9]{0,5})?$/.test(authority.slice(host.length))) return undefined;
   return `http://${host}${uri.slice(7 + authority.length)}`;
 }
