@@ -271,6 +271,23 @@ describe("tokens for the MCP resource", () => {
   });
 });
 
+describe("a resource that serves nothing the agent asked for, at the device-code poll", () => {
+  it("is invalid_target and spends no approval: the next poll without it gets the token", async () => {
+    const s = await site();
+    const config = await discover(s.base, AGENT_ID, AGENT_SECRET, "basic");
+    const authorization = await oidc.initiateDeviceAuthorization(config, {
+      scope: "export_notes",
+    });
+    await approveAs(s.agents, authorization.user_code);
+    // A protected resource of this server, but export_notes is no tool.
+    await expect(
+      oidc.pollDeviceAuthorizationGrant(config, authorization, { resource: s.mcpUrl }),
+    ).rejects.toMatchObject({ error: "invalid_target" });
+    const tokens = await oidc.pollDeviceAuthorizationGrant(config, authorization);
+    expect(decodeJwt(tokens.access_token).aud).toBe(`${s.base}/files/export`);
+  });
+});
+
 describe.each(LINES)("the SDK client (%s)", (line) => {
   it("speaks its protocol era and lists one tool per capability with a handler, sorted", async () => {
     const s = await site();

@@ -151,6 +151,9 @@ function deviceCodeGrant(settings: ServerSettings): TokenGrant {
         "the approval was lost to a server failure; start a new device authorization",
       );
     }
+    // A resource that serves nothing approved is the client's mistake: the approval is given back.
+    if ("error" in issued && issued.error === "invalid_target")
+      await service.release(deviceCode, client.clientId, result.consumedAt);
     return tokenResponse(issued, result.scope, boundFor(client, proof));
   };
 }
