@@ -100,6 +100,17 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
     if (resource !== undefined && resource !== found.resource)
       return oauthError("invalid_target", "resource differs from the refresh token's");
     if (proof !== undefined && !(await proof.spend())) return PROOF_USED();
+    // Minted before the rotation: a grant store that fails here leaves the token unspent, so the
+    // retry a 503 invites is not taken for a stolen token's reuse.
+    const issued = await settings.issue({
+      grantType: "refresh_token",
+      client,
+      grantId: found.grantId,
+      scope,
+      resource: found.resource,
+      ...(proof === undefined ? {} : { jkt: proof.jkt }),
+    });
+    if ("error" in issued) return oauthError(issued.error, issued.description);
     const next = randomToken(32);
     const rotated = await settings.refreshTokens.rotate(
       hash,
@@ -113,14 +124,6 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
     }
     if (rotated.outcome === "unknown")
       return oauthError("invalid_grant", "the refresh token is invalid or expired");
-    const issued = await settings.issue({
-      grantType: "refresh_token",
-      client,
-      grantId: found.grantId,
-      scope,
-      resource: found.resource,
-      ...(proof === undefined ? {} : { jkt: proof.jkt }),
-    });
     return answer(issued, proof, next);
   };
 }
