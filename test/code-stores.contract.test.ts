@@ -8,6 +8,7 @@ import { StoreUnavailableError } from "../src/core/errors.ts";
 import {
   type AuthorizationCodeRecord,
   type AuthorizationCodeStore,
+  MEMORY_SPENT_KEPT,
   MemoryAuthorizationCodeStore,
   MemoryRefreshTokenStore,
   type RefreshTokenRecord,
@@ -387,6 +388,34 @@ describe("memory stores are bounded", () => {
     // Revoking a family drops its tokens, keeping the ended family until it expires.
     await store.revokeFamily(x.familyId);
     expect(store.size).toBe(1);
+  });
+
+  it("a family keeps its last spent tokens only: a client refreshing in a loop cannot fill the store", async () => {
+    const store = new MemoryRefreshTokenStore({ maxEntries: 20 });
+    const first = token();
+    await store.create(first, NOW);
+    const spent: RefreshTokenRecord[] = [];
+    let current = first;
+    for (let i = 0; i < 100; i++) {
+      const next = successor(first);
+      expect(await store.rotate(current.tokenHash, next, NOW + i)).toMatchObject({
+        outcome: "rotated",
+      });
+      spent.push(current);
+      current = next;
+    }
+    // The family, its current token and its last 8 spent ones; another family still fits.
+    expect(store.size).toBe(1 + 1 + MEMORY_SPENT_KEPT);
+    await store.create(token(), NOW);
+    // Reuse of a recent spent token is seen; an older one is refused, as unknown, revoking nothing.
+    const recent = spent[spent.length - 1] as RefreshTokenRecord;
+    expect(await store.rotate(recent.tokenHash, successor(first), NOW + 200)).toMatchObject({
+      outcome: "reused",
+    });
+    expect(await store.rotate(first.tokenHash, successor(first), NOW + 200)).toEqual({
+      outcome: "unknown",
+    });
+    expect(await store.find(current.tokenHash, NOW + 200)).toEqual(current);
   });
 
   it("rejects misspelt and malformed options", () => {

@@ -126,6 +126,7 @@ export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 export { isCodeChallenge, isCodeVerifier } from "./pkce.ts";
 export { isRedirectUri, matchRedirectUri } from "./redirect-uri.ts";
 export {
+  MEMORY_SPENT_KEPT,
   MemoryRefreshTokenStore,
   type MemoryRefreshTokenStoreOptions,
   type RefreshRotation,

@@ -45,7 +45,8 @@ export type RefreshRotation =
  * in one process or across processes sharing the store, exactly one is
  * `rotated` (its `next` stored); every other is `reused`. A spent token is
  * remembered until its family's expiry (its first token's `expiresAt`), so
- * reuse is always seen. A family ended by `revokeFamily` never rotates
+ * reuse is seen (the memory store keeps a family's last `MEMORY_SPENT_KEPT`
+ * spent tokens, and answers an older one `unknown`). A family ended by `revokeFamily` never rotates
  * again: each of its tokens, current or spent, answers `unknown`.
  */
 export interface RefreshTokenStore {
@@ -83,15 +84,25 @@ export interface RefreshTokenStore {
  */
 export interface MemoryRefreshTokenStoreOptions {
   /**
-   * Most entries held: each family counts one, and each of its tokens one,
-   * spent ones included (they are kept until the family ends, to see reuse).
-   * When every one is live, `create` and `rotate` throw
-   * `StoreUnavailableError` (503) rather than forget one.
+   * Most entries held: each family counts one, and each of its tokens one:
+   * the current token and the last `MEMORY_SPENT_KEPT` spent ones (reuse of
+   * those is seen; an older one is only refused, as unknown). A family holds
+   * at most that many whatever its client does, so a client refreshing in a
+   * loop cannot fill the store. When every entry is live, `create` and
+   * `rotate` throw `StoreUnavailableError` (503) rather than forget one.
    *
    * @default 100_000
    */
   readonly maxEntries?: number;
 }
+
+/**
+ * Spent tokens a memory family remembers, to see their reuse: a thief's copy
+ * is presented within a few rotations of the theft or the client's own next
+ * refresh reveals it, while an unbounded history would let one client refreshing
+ * in a loop fill the store for everyone.
+ */
+export const MEMORY_SPENT_KEPT = 8;
 
 interface Family {
   readonly familyId: string;
@@ -153,7 +164,10 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (family.current !== tokenHash) return { outcome: "reused", record };
     if (record.expiresAt <= now) return { outcome: "unknown" };
     if (this.#tokens.has(next.tokenHash)) throw new Error("a refresh token with this hash is held");
-    this.#makeRoom(1);
+    // The oldest spent token makes way first: one family's entries stay bounded.
+    if (family.tokens.length > MEMORY_SPENT_KEPT)
+      this.#tokens.delete(family.tokens.shift() as string);
+    else this.#makeRoom(1);
     this.#tokens.set(next.tokenHash, freeze(next));
     family.tokens.push(next.tokenHash);
     family.current = next.tokenHash;
