@@ -43,9 +43,14 @@ interface AgentRun {
 }
 
 function runAgent(base: string, ...args: string[]): AgentRun {
+  return runScript("examples/agent/agent.ts", base, ...args);
+}
+
+/** One of the example agents (`npm run agent`, `npm run mcp-agent`) as a child process. */
+function runScript(script: string, base: string, ...args: string[]): AgentRun {
   const child = spawn(
     process.execPath,
-    ["--conditions=source", "--import", "tsx", "examples/agent/agent.ts", ...args],
+    ["--conditions=source", "--import", "tsx", script, ...args],
     {
       cwd: ROOT,
       env: { ...process.env, PORTCULLIS_URL: base },
@@ -128,6 +133,25 @@ describe("the example's agent pages in a real browser", () => {
     await expect(page.locator("tbody tr").count()).resolves.toBe(1);
     await expect(page.locator("tbody").textContent()).resolves.toContain("demo-agent");
     await page.screenshot({ path: `${ARTIFACTS}/connected-agents.png` });
+    await context.close();
+  });
+
+  it("npm run mcp-agent: approved by device flow, the MCP SDK's own client lists the tools and calls one", async () => {
+    const base = await example();
+    const agent = runScript("examples/agent/mcp-agent.ts", base, "echo", '{"text":"over MCP"}');
+    const [, url] = await agent.waitFor(/open (http\S+user_code=\S+)/);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(url as string);
+    await signIn(page);
+    await expect(page.locator("#agent-name").textContent()).resolves.toBe("Demo agent");
+    await Promise.all([
+      page.waitForNavigation(),
+      page.getByRole("button", { name: "Approve" }).click(),
+    ]);
+    expect(await agent.exited, agent.output()).toBe(0);
+    expect(agent.output()).toContain("tools: echo, get_time");
+    expect(agent.output()).toContain('echo → {"text":"over MCP"}');
     await context.close();
   });
 

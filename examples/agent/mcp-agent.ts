@@ -17,21 +17,10 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import * as oidc from "openid-client";
+import { serviceBase, toolCallFromArgs } from "./tool-call.ts";
 
-const [tool, json] = process.argv.slice(2);
-if (tool === undefined) {
-  console.error("usage: npm run mcp-agent -- <tool> [json arguments]");
-  process.exit(2);
-}
-let toolArguments: Record<string, unknown> = {};
-try {
-  toolArguments = json === undefined ? {} : JSON.parse(json);
-} catch {
-  console.error(`the arguments are not JSON: ${json}`);
-  process.exit(2);
-}
-
-const base = new URL(process.env.PORTCULLIS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
+const { tool, toolArguments } = toolCallFromArgs("mcp-agent");
+const base = serviceBase();
 const agentId = process.env.PORTCULLIS_AGENT_ID ?? "demo-agent";
 const secret =
   process.env.PORTCULLIS_AGENT_SECRET ??

@@ -26,21 +26,10 @@ import {
   UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { chromium } from "playwright-core";
+import { serviceBase, toolCallFromArgs } from "./tool-call.ts";
 
-const [tool, json] = process.argv.slice(2);
-if (tool === undefined) {
-  console.error("usage: npm run mcp-desktop -- <tool> [json arguments]");
-  process.exit(2);
-}
-let toolArguments: Record<string, unknown> = {};
-try {
-  toolArguments = json === undefined ? {} : JSON.parse(json);
-} catch {
-  console.error(`the arguments are not JSON: ${json}`);
-  process.exit(2);
-}
-
-const base = new URL(process.env.PORTCULLIS_URL ?? `http://127.0.0.1:${process.env.PORT ?? 3000}`);
+const { tool, toolArguments } = toolCallFromArgs("mcp-desktop");
+const base = serviceBase();
 const endpoint = new URL("/mcp", base);
 const say = (line: string) => console.log(`[mcp-desktop] ${line}`);
 
