@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   type Grant,
   type GrantStore,
@@ -31,26 +31,11 @@ import {
   RedisPendingRequestStore,
   RedisReplayStore,
 } from "../src/stores/redis/index.ts";
+import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
 const redis = redisForTests();
-const schema = `portcullis_test_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-  max: 20,
-});
-
-beforeAll(async () => {
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
-  await migrate(pool); // a second run changes nothing
-});
-
-afterAll(async () => {
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
-});
+const { pool, schema } = postgresForTests("test", { max: 20 });
 
 let n = 0;
 const unique = (what: string) => `${what}-${Date.now()}-${n++}`;

@@ -1,9 +1,4 @@
-/**
- * One contract, run against every implementation of the authorization code
- * and refresh token stores (memory, Redis, PostgreSQL), races included.
- */
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../src/core/errors.ts";
 import {
   type AuthorizationCodeRecord,
@@ -15,31 +10,15 @@ import {
   type RefreshTokenStore,
 } from "../src/oauth2/index.ts";
 import {
-  migrate,
   PostgresAuthorizationCodeStore,
   PostgresRefreshTokenStore,
 } from "../src/stores/postgres/index.ts";
 import { RedisAuthorizationCodeStore, RedisRefreshTokenStore } from "../src/stores/redis/index.ts";
+import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
 const redis = redisForTests();
-const schema = `portcullis_codes_${crypto.randomUUID().replace(/-/g, "")}`;
-const pool = new pg.Pool({
-  connectionString: process.env.PORTCULLIS_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
-  options: `-c search_path=${schema}`,
-  max: 20,
-});
-
-beforeAll(async () => {
-  await pool.query(`CREATE SCHEMA ${schema}`);
-  await migrate(pool);
-  await migrate(pool); // a second run changes nothing
-});
-
-afterAll(async () => {
-  await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-  await pool.end();
-});
+const { pool } = postgresForTests("codes", { max: 20 });
 
 let n = 0;
 const unique = (what: string) => `${what}-${Date.now()}-${n++}`;

@@ -3,7 +3,7 @@
  * as a child process, a person signs in, opens the URL it printed, sees the
  * agent and what it asks for, and approves, denies or later revokes.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createExampleHandler } from "../examples/hono/app.ts";
 import { launchChromium } from "./browser.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { runExampleScript, type ScriptRun } from "./support/example-script.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ARTIFACTS = `${ROOT}test-artifacts`;
@@ -36,49 +37,15 @@ async function example(approvalMaxAgeSeconds = 300): Promise<string> {
   return served.url;
 }
 
-interface AgentRun {
-  output(): string;
-  readonly exited: Promise<number | null>;
-  waitFor(pattern: RegExp): Promise<RegExpExecArray>;
+/** One of the example agents as a child process, stopped when the file is done. */
+function runScript(script: string, base: string, ...args: string[]): ScriptRun {
+  const run = runExampleScript(script, base, ...args);
+  agents.push(run.child);
+  return run;
 }
 
-function runAgent(base: string, ...args: string[]): AgentRun {
+function runAgent(base: string, ...args: string[]): ScriptRun {
   return runScript("examples/agent/agent.ts", base, ...args);
-}
-
-/** One of the example agents (`npm run agent`, `npm run mcp-agent`) as a child process. */
-function runScript(script: string, base: string, ...args: string[]): AgentRun {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=source", "--import", "tsx", script, ...args],
-    {
-      cwd: ROOT,
-      env: { ...process.env, PORTCULLIS_URL: base },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  agents.push(child);
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8");
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString("utf8");
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  return {
-    output: () => output,
-    exited,
-    async waitFor(pattern) {
-      for (;;) {
-        const match = pattern.exec(output);
-        if (match !== null) return match;
-        if (child.exitCode !== null)
-          throw new Error(`the agent exited ${child.exitCode}:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    },
-  };
 }
 
 async function signIn(page: Page, username = "alice", password = "demo-alice"): Promise<void> {

@@ -5,7 +5,7 @@
  * the access token expired, revocation on /agents; and the consent page's
  * defences (CSRF, framing, a hostile client name, a stale sign-in, a denial).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { mkdirSync } from "node:fs";
@@ -29,6 +29,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createExampleHandler, type ExampleOptions } from "../examples/hono/app.ts";
 import { launchChromium } from "./browser.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { runExampleScript } from "./support/example-script.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const ARTIFACTS = `${ROOT}test-artifacts`;
@@ -450,31 +451,15 @@ describe("the example's consent page", () => {
 describe("npm run mcp-desktop", () => {
   it("connects the SDK's client through the scripted browser's sign-in and consent, lists the tools and calls one", async () => {
     const { base } = await example();
-    const child = spawn(
-      process.execPath,
-      [
-        "--conditions=source",
-        "--import",
-        "tsx",
-        "examples/agent/mcp-desktop.ts",
-        "echo",
-        '{"text":"from the desktop"}',
-      ],
-      {
-        cwd: ROOT,
-        env: { ...process.env, PORTCULLIS_URL: base },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
+    const run = runExampleScript(
+      "examples/agent/mcp-desktop.ts",
+      base,
+      "echo",
+      '{"text":"from the desktop"}',
     );
-    children.push(child);
-    let output = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString("utf8");
-    });
-    const [code] = await once(child, "exit");
+    children.push(run.child);
+    const code = await run.exited;
+    const output = run.output();
     expect(code, output).toBe(0);
     expect(output).toContain("the service asks the person to sign in");
     expect(output).toContain("A client that calls itself “Demo desktop client” asks for");
