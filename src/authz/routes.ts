@@ -3,7 +3,7 @@ import { forbiddenResponse, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import type { UnreadableForm } from "../core/form.ts";
-import type { Handler, Middleware } from "../core/handler.ts";
+import { directLeg, type FetchHandler, type Middleware } from "../core/handler.ts";
 import { declaredMethods, methodProblem } from "../core/http-method.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
@@ -87,40 +87,37 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
     return false;
   };
 
-  const denied = (auth: Authentication, request: Request): Promise<Response> =>
-    Promise.resolve(
-      auth.authenticated && !auth.anonymous ? forbiddenResponse() : unauthorizedResponse(request),
-    );
+  const denied = (auth: Authentication, request: Request): Response =>
+    auth.authenticated && !auth.anonymous ? forbiddenResponse() : unauthorizedResponse(request);
 
   // Not an async function: a request that passes is handed on with no promise of this leg's
   // own, and one with a body to read for `_method` waits in `decide` below.
-  return (next) =>
-    (request, ...rest) => {
-      try {
-        const path = matchPath(request);
-        if (path === undefined) return Promise.resolve(refusedPathResponse());
-        const auth = authenticationFrom(request) ?? ANONYMOUS;
-        // Every method the request may be dispatched as must be allowed: a method-override
-        // middleware after the chain must not turn an allowed POST into a denied DELETE.
-        const method = request.method.toUpperCase();
-        if (!allows(auth, method, path)) return denied(auth, request);
-        const paths = [path];
-        // A rewrite before the chain: the router routes another path, and it must pass too.
-        for (const raw of contextFrom(request).get(ROUTED_PATHS) ?? []) {
-          const routed = normalizePath(raw);
-          if (routed === undefined) return Promise.resolve(refusedPathResponse());
-          if (routed !== path) paths.push(routed);
-        }
-        const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
-        if (found instanceof Promise)
-          return found.then((overrides) =>
-            decide(overrides, auth, method, paths, request, rest, next),
-          );
-        return decide(found, auth, method, paths, request, rest, next);
-      } catch (error) {
-        return Promise.reject(error);
+  return directLeg((next) => (request, ...rest) => {
+    try {
+      const path = matchPath(request);
+      if (path === undefined) return refusedPathResponse();
+      const auth = authenticationFrom(request) ?? ANONYMOUS;
+      // Every method the request may be dispatched as must be allowed: a method-override
+      // middleware after the chain must not turn an allowed POST into a denied DELETE.
+      const method = request.method.toUpperCase();
+      if (!allows(auth, method, path)) return denied(auth, request);
+      const paths = [path];
+      // A rewrite before the chain: the router routes another path, and it must pass too.
+      for (const raw of contextFrom(request).get(ROUTED_PATHS) ?? []) {
+        const routed = normalizePath(raw);
+        if (routed === undefined) return refusedPathResponse();
+        if (routed !== path) paths.push(routed);
       }
-    };
+      const found = overrideMethodsWithForm(request, OVERRIDE_FORM_BYTES);
+      if (found instanceof Promise)
+        return found.then((overrides) =>
+          decide(overrides, auth, method, paths, request, rest, next),
+        );
+      return decide(found, auth, method, paths, request, rest, next);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  });
 
   function decide(
     overrides: string[] | UnreadableForm,
@@ -129,9 +126,9 @@ export function routes(rules: readonly Rule[], options: RoutesOptions = {}): Mid
     paths: readonly string[],
     request: Request,
     rest: unknown[],
-    next: Handler,
-  ): Promise<Response> {
-    if (!Array.isArray(overrides)) return Promise.resolve(unreadableBodyResponse());
+    next: FetchHandler,
+  ): Response | Promise<Response> {
+    if (!Array.isArray(overrides)) return unreadableBodyResponse();
     // Routers run a GET route for HEAD: a HEAD must pass as a GET too.
     if (method === "HEAD" && !overrides.includes("GET")) overrides.push("GET");
     // Usually there is nothing more to check: the one path under the one method passed.

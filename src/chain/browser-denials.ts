@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Handler, Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 
@@ -49,22 +49,25 @@ export function browserDenials(options: BrowserDenialOptions): Middleware {
   if (options.forbiddenPage !== undefined && typeof options.forbiddenPage !== "function")
     throw new InvalidOptionsError("browserDenials: forbiddenPage must be a function");
   const forbiddenPage = options.forbiddenPage ?? defaultForbiddenPage;
-  return (next: Handler): Handler =>
-    async (request, ...rest) => {
-      const response = await next(request, ...rest);
-      if (response.status !== 401 && response.status !== 403) return response;
-      if (!isNavigation(request) || !isProblem(response)) return response;
-      if (response.status === 403) return forbiddenPage(request);
-      const url = new URL(request.url);
-      if (url.pathname === signInPath) return response;
-      const back = request.method === "GET" ? sameOriginPath(url.pathname + url.search) : undefined;
-      const location =
-        back === undefined ? signInPath : `${signInPath}?next=${encodeURIComponent(back)}`;
-      return new Response(null, {
-        status: 303,
-        headers: { location, "cache-control": "no-store", vary: "Sec-Fetch-Mode, Accept" },
-      });
-    };
+  return directLeg(
+    (next) =>
+      (request, ...rest) =>
+        onAnswer(next(request, ...rest), (response) => {
+          if (response.status !== 401 && response.status !== 403) return response;
+          if (!isNavigation(request) || !isProblem(response)) return response;
+          if (response.status === 403) return forbiddenPage(request);
+          const url = new URL(request.url);
+          if (url.pathname === signInPath) return response;
+          const back =
+            request.method === "GET" ? sameOriginPath(url.pathname + url.search) : undefined;
+          const location =
+            back === undefined ? signInPath : `${signInPath}?next=${encodeURIComponent(back)}`;
+          return new Response(null, {
+            status: 303,
+            headers: { location, "cache-control": "no-store", vary: "Sec-Fetch-Mode, Accept" },
+          });
+        }),
+  );
 }
 
 /** A top-level page load: Fetch Metadata says so, or, without it, the client asks for HTML. */

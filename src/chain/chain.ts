@@ -1,4 +1,11 @@
-import { type FetchHandler, type Handler, type Middleware, toHandler } from "../core/handler.ts";
+import {
+  composeLegs,
+  directLeg,
+  type FetchHandler,
+  type Handler,
+  type Middleware,
+  promising,
+} from "../core/handler.ts";
 
 /**
  * An ordered list of middleware, outermost first: the counterpart of Go's
@@ -13,7 +20,10 @@ export class Chain {
         throw new TypeError("every chain leg must be a middleware function");
     }
     this.#legs = Object.freeze([...legs]);
+    this.#middleware = directLeg((next) => composeLegs(this.#legs, next));
   }
+
+  readonly #middleware: Middleware;
 
   get legs(): readonly Middleware[] {
     return this.#legs;
@@ -29,13 +39,11 @@ export class Chain {
    * `await`ing a chain (from an async factory, say) would never settle.
    */
   wrap(handler: FetchHandler): Handler {
-    let next = toHandler(handler);
-    for (let i = this.#legs.length - 1; i >= 0; i--) next = (this.#legs[i] as Middleware)(next);
-    return next;
+    return promising(composeLegs(this.#legs, handler));
   }
 
   /** The whole chain as one `Middleware`, for adapters and for nesting chains. */
   get middleware(): Middleware {
-    return (next) => this.wrap(next);
+    return this.#middleware;
   }
 }

@@ -15,7 +15,13 @@ import {
 } from "../core/client-address.ts";
 import { bindValue, contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { FetchHandler, Handler, Middleware } from "../core/handler.ts";
+import {
+  directLeg,
+  type FetchHandler,
+  type Handler,
+  type Middleware,
+  onAnswer,
+} from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
 import { internalErrorResponse } from "../core/problem.ts";
@@ -269,41 +275,49 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
   const resolveAddress = clientAddress !== undefined || options.trustProxy !== undefined;
   const trustsNoProxy = options.trustProxy === undefined || options.trustProxy === 0;
   const forwardedHeader = options.forwardedHeader ?? "x-forwarded-for";
-  // Not an async function: the answer further in is handed back as it is, with a handler for
-  // its rejection, rather than awaited in a promise of this leg's own.
-  return (next: Handler): Handler =>
-    (request, ...rest) => {
-      try {
-        if (matchPath(request) === undefined) {
-          return Promise.resolve(refusedPathResponse());
-        }
-        const context = contextFrom(request);
-        if (!context.has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
-        if (
-          trustsNoProxy &&
-          context.get(FRAMEWORK_TRUSTS_PROXY) === true &&
-          request.headers.has(forwardedHeader)
-        )
-          warnOnce(
-            "PORTCULLIS_FORWARDED_HEADER_IGNORED",
-            `the framework trusts forwarding proxies but the chain does not, so ${forwardedHeader} is ignored and every client behind the proxy shares its address; set newChain's trustProxy to the number of proxies, as the framework's own setting does`,
-          );
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      try {
-        if (resolveAddress) {
-          const peer = clientAddress?.(request, ...rest);
-          if (typeof peer === "string" && peer !== "") bindValue(request, PEER_ADDRESS, peer);
-          resolveClientAddress(request, options);
-        }
-        return Promise.resolve(next(request, ...rest)).catch((error: unknown) =>
-          internalErrorResponse(onError, error, request),
+  // The answer further in is handed back as it is, with a handler for its rejection, rather
+  // than awaited in a promise of this leg's own.
+  return directLeg((next) => (request, ...rest) => {
+    try {
+      if (matchPath(request) === undefined) return refusedPathResponse();
+      const context = contextFrom(request);
+      if (!context.has(AUTHENTICATION)) bindValue(request, AUTHENTICATION, ANONYMOUS);
+      if (
+        trustsNoProxy &&
+        context.get(FRAMEWORK_TRUSTS_PROXY) === true &&
+        request.headers.has(forwardedHeader)
+      )
+        warnOnce(
+          "PORTCULLIS_FORWARDED_HEADER_IGNORED",
+          `the framework trusts forwarding proxies but the chain does not, so ${forwardedHeader} is ignored and every client behind the proxy shares its address; set newChain's trustProxy to the number of proxies, as the framework's own setting does`,
         );
-      } catch (error) {
-        return Promise.resolve(internalErrorResponse(onError, error, request));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    try {
+      if (resolveAddress) {
+        const peer = clientAddress?.(request, ...rest);
+        if (typeof peer === "string" && peer !== "") bindValue(request, PEER_ADDRESS, peer);
+        resolveClientAddress(request, options);
       }
-    };
+      return caught(next(request, ...rest), onError, request);
+    } catch (error) {
+      return internalErrorResponse(onError, error, request);
+    }
+  });
+}
+
+/** The answer, or a bare 500 for its rejection. */
+function caught(
+  answer: Response | Promise<Response>,
+  onError: ErrorListener,
+  request: Request,
+): Response | Promise<Response> {
+  return onAnswer(
+    answer,
+    (response) => response,
+    (error: unknown) => internalErrorResponse(onError, error, request),
+  );
 }
 
 /**
@@ -312,25 +326,21 @@ function guardRequest(onError: ErrorListener, options: SecurityOptions): Middlew
  * authenticator, as `agents.authenticator` does) is that endpoint's to answer.
  */
 function markEndpoints(endpoints: readonly EndpointMatcher[]): Middleware {
-  return (next) =>
-    async (request, ...rest) => {
-      if (endpoints.some((matches) => matches(request)))
-        bindValue(request, ENDPOINT_AUTHENTICATES, true);
-      return next(request, ...rest);
-    };
+  return directLeg((next) => (request, ...rest) => {
+    if (endpoints.some((matches) => matches(request)))
+      bindValue(request, ENDPOINT_AUTHENTICATES, true);
+    return next(request, ...rest);
+  });
 }
 
 type ErrorListener = SecurityOptions["onError"];
 
 function errorBoundary(onError: ErrorListener): Middleware {
-  return (next) =>
-    (request, ...rest) => {
-      try {
-        return Promise.resolve(next(request, ...rest)).catch((error: unknown) =>
-          internalErrorResponse(onError, error, request),
-        );
-      } catch (error) {
-        return Promise.resolve(internalErrorResponse(onError, error, request));
-      }
-    };
+  return directLeg((next) => (request, ...rest) => {
+    try {
+      return caught(next(request, ...rest), onError, request);
+    } catch (error) {
+      return internalErrorResponse(onError, error, request);
+    }
+  });
 }

@@ -1,6 +1,6 @@
 import { CheckedFields } from "../core/checked-fields.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { problemResponse } from "../core/problem.ts";
@@ -159,46 +159,58 @@ export function cors(options: CorsOptions): Middleware {
       ? new Map([...allow].map((value) => [value, new CheckedFields(answerFields(value))]))
       : undefined;
 
-  return (next) =>
-    async (request, ...rest) => {
-      const origin = request.headers.get("origin");
-      const requestMethod =
-        request.method === "OPTIONS" && origin !== null
-          ? request.headers.get("access-control-request-method")
-          : null;
+  return directLeg((next) => (request, ...rest) => {
+    const origin = request.headers.get("origin");
+    const requestMethod =
+      request.method === "OPTIONS" && origin !== null
+        ? request.headers.get("access-control-request-method")
+        : null;
 
-      if (requestMethod !== null) {
-        const decided = allowedOriginOf(allow, origin as string, request);
-        const allowedOrigin = decided instanceof Promise ? await decided : decided;
-        if (
-          allowedOrigin === undefined ||
-          !methods.has(requestMethod) ||
-          !headersAllowed(request.headers.get("access-control-request-headers"), allowedHeaderNames)
-        ) {
-          return problemResponse(403, {
-            detail: "The cross-origin request is not allowed.",
-            headers: { vary: PREFLIGHT_VARY },
-          });
-        }
-        const headers = new Headers({
-          "access-control-allow-origin": allowedOrigin,
-          "access-control-allow-methods": allowMethods,
-          "access-control-max-age": maxAgeValue,
-          vary: PREFLIGHT_VARY,
-        });
-        if (allowHeaders !== "") headers.set("access-control-allow-headers", allowHeaders);
-        if (credentials) headers.set("access-control-allow-credentials", "true");
-        return new Response(null, { status: 204, headers });
-      }
+    if (requestMethod !== null) return preflight(request, origin as string, requestMethod);
 
-      // Decided before the downstream runs, so a slow or throwing decision cannot follow its side effects.
-      let allowedOrigin: string | undefined;
-      if (origin !== null) {
-        const decided = allowedOriginOf(allow, origin, request);
-        allowedOrigin = decided instanceof Promise ? await decided : decided;
-      } else if (wildcard) allowedOrigin = "*";
-      const response = await next(request, ...rest);
-      return withHeaders(response, (headers) => {
+    // Decided before the downstream runs, so a slow or throwing decision cannot follow its side effects.
+    let decided: string | undefined | Promise<string | undefined>;
+    if (origin !== null) decided = allowedOriginOf(allow, origin, request);
+    else if (wildcard) decided = "*";
+    if (decided instanceof Promise)
+      return decided.then((allowedOrigin) => decorate(next(request, ...rest), allowedOrigin));
+    return decorate(next(request, ...rest), decided);
+  });
+
+  async function preflight(
+    request: Request,
+    origin: string,
+    requestMethod: string,
+  ): Promise<Response> {
+    const decided = allowedOriginOf(allow, origin, request);
+    const allowedOrigin = decided instanceof Promise ? await decided : decided;
+    if (
+      allowedOrigin === undefined ||
+      !methods.has(requestMethod) ||
+      !headersAllowed(request.headers.get("access-control-request-headers"), allowedHeaderNames)
+    ) {
+      return problemResponse(403, {
+        detail: "The cross-origin request is not allowed.",
+        headers: { vary: PREFLIGHT_VARY },
+      });
+    }
+    const headers = new Headers({
+      "access-control-allow-origin": allowedOrigin,
+      "access-control-allow-methods": allowMethods,
+      "access-control-max-age": maxAgeValue,
+      vary: PREFLIGHT_VARY,
+    });
+    if (allowHeaders !== "") headers.set("access-control-allow-headers", allowHeaders);
+    if (credentials) headers.set("access-control-allow-credentials", "true");
+    return new Response(null, { status: 204, headers });
+  }
+
+  function decorate(
+    answer: Response | Promise<Response>,
+    allowedOrigin: string | undefined,
+  ): Response | Promise<Response> {
+    return onAnswer(answer, (response) =>
+      withHeaders(response, (headers) => {
         if (!wildcard) addVaryOrigin(headers);
         if (allowedOrigin === undefined) return;
         const fields = fieldsByOrigin?.get(allowedOrigin);
@@ -210,8 +222,9 @@ export function cors(options: CorsOptions): Middleware {
         if (credentials) setIfAbsent(headers, "access-control-allow-credentials", "true");
         if (exposeHeaders !== "")
           setIfAbsent(headers, "access-control-expose-headers", exposeHeaders);
-      });
-    };
+      }),
+    );
+  }
 }
 
 type OriginPolicy = "*" | ReadonlySet<string> | CorsOriginFunction;

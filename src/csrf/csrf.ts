@@ -1,7 +1,7 @@
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError, PortcullisError } from "../core/errors.ts";
 import { formField, isUnreadableForm } from "../core/form.ts";
-import type { Handler, Middleware } from "../core/handler.ts";
+import { directLeg, type FetchHandler, type Middleware } from "../core/handler.ts";
 import { OVERRIDE_FORM_BYTES, overrideMethodsWithForm } from "../core/method-override.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
@@ -110,18 +110,17 @@ export function csrf(options: CsrfOptions = {}): Middleware {
 
   // Not an async function: a safe request that asks for nothing more (most of them) is handed
   // on with no promise of this leg's own; everything else goes through `check`.
-  return (next) =>
-    (request, ...rest) => {
-      try {
-        const method = request.method.toUpperCase();
-        const found = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
-        if (found !== false || (method === "GET" && asksForToken(request)))
-          return check(next, request, rest, method, found);
-        return next(request, ...rest);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    };
+  return directLeg((next) => (request, ...rest) => {
+    try {
+      const method = request.method.toUpperCase();
+      const found = SAFE_METHODS.has(method) ? asksForUnsafeMethod(request) : true;
+      if (found !== false || (method === "GET" && asksForToken(request)))
+        return check(next, request, rest, method, found);
+      return next(request, ...rest);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  });
 
   function asksForToken(request: Request): boolean {
     return (
@@ -130,7 +129,7 @@ export function csrf(options: CsrfOptions = {}): Middleware {
   }
 
   async function check(
-    next: Handler,
+    next: FetchHandler,
     request: Request,
     rest: unknown[],
     method: string,

@@ -1,7 +1,7 @@
 import { CheckedFields } from "../core/checked-fields.ts";
 import { bindValue, type ContextSource, contextFrom, createContextKey } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { setAbsent, withHeaders } from "../core/response.ts";
 import { urlAsSent } from "../core/url-as-sent.ts";
@@ -324,14 +324,13 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): Middlewar
   const overHttp = schemeFields(false);
   const nonces = csp?.nonce ? nonceSource() : undefined;
 
-  return (next) =>
-    async (request, ...rest) => {
-      let nonce: string | undefined;
-      if (nonces !== undefined) {
-        nonce = nonces();
-        bindValue(request, CSP_NONCE, nonce);
-      }
-      const response = await next(request, ...rest);
+  return directLeg((next) => (request, ...rest) => {
+    let nonce: string | undefined;
+    if (nonces !== undefined) {
+      nonce = nonces();
+      bindValue(request, CSP_NONCE, nonce);
+    }
+    return onAnswer(next(request, ...rest), (response) => {
       const https = needsScheme && isHttps(request, trustForwardedProto);
       return withHeaders(response, (headers) => {
         setAbsent(headers, constant);
@@ -341,7 +340,8 @@ export function securityHeaders(options: SecurityHeadersOptions = {}): Middlewar
           headers.set(csp.name, pieces.join(` 'nonce-${nonce}'`));
         }
       });
-    };
+    });
+  });
 }
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));

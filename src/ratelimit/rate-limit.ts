@@ -9,7 +9,7 @@ import {
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
 import { sha256Hex } from "../core/digest.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type FetchHandler, type Middleware, onAnswer } from "../core/handler.ts";
 import { declaredMethods, isMethodToken, methodProblem } from "../core/http-method.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { matchPath, refusedPathResponse } from "../core/path.ts";
@@ -348,10 +348,8 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
     }
   };
 
-  const leg =
-    (legRules: readonly CompiledRule[], part: "whole" | "early" | "late"): Middleware =>
-    (next) =>
-    async (request, ...rest) => {
+  const leg = (legRules: readonly CompiledRule[], part: LegPart): Middleware =>
+    directLeg((next) => (request, ...rest) => {
       const path = matchPath(request);
       if (path === undefined) return refusedPathResponse();
       const method = request.method.toUpperCase();
@@ -367,70 +365,96 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
 
       const now = clock();
       const address = new AddressKey(request, addressKey);
-      const counted: Counted[] = [];
-      let failed = false;
+      const go = (counted: Counted[], failed: boolean) =>
+        decided(counted, failed, part, now, request, rest, next);
       if (applicable.length === 1) {
-        // One rule is the common case; it needs no settling of several promises.
+        // One rule is the common case; it needs no settling of several promises, and none at
+        // all when the store answers within the call.
         const rule = applicable[0] as CompiledRule;
+        let result: RateLimitDecision | Promise<RateLimitDecision>;
         try {
-          const result = count(rule, request, address, now);
-          counted.push({ rule, decision: result instanceof Promise ? await result : result });
+          result = count(rule, request, address, now);
         } catch (error) {
-          failed = true;
           reportStoreError(error, request);
+          return go([], true);
         }
-      } else {
-        const settled = await Promise.allSettled(
-          applicable.map((rule) => settle(rule, request, address, now)),
+        if (!(result instanceof Promise)) return go([{ rule, decision: result }], false);
+        return result.then(
+          (decision) => go([{ rule, decision }], false),
+          (error: unknown) => {
+            reportStoreError(error, request);
+            return go([], true);
+          },
         );
-        settled.forEach((result, i) => {
-          if (result.status === "fulfilled") {
-            counted.push({ rule: applicable[i] as CompiledRule, decision: result.value });
-          } else {
-            failed = true;
-            reportStoreError(result.reason, request);
-          }
-        });
       }
-      if (failed && !failOpen) {
-        return problemResponse(503, { detail: "Rate limiting is unavailable; try again later." });
-      }
+      const several = applicable;
+      return Promise.allSettled(several.map((rule) => settle(rule, request, address, now))).then(
+        (settled) => {
+          const counted: Counted[] = [];
+          let failed = false;
+          settled.forEach((result, i) => {
+            if (result.status === "fulfilled") {
+              counted.push({ rule: several[i] as CompiledRule, decision: result.value });
+            } else {
+              failed = true;
+              reportStoreError(result.reason, request);
+            }
+          });
+          return go(counted, failed);
+        },
+      );
+    });
 
-      let retryAt: number | undefined;
-      const violated: string[] = [];
-      for (const { rule, decision } of counted) {
-        if (decision.allowed) continue;
-        retryAt = Math.max(retryAt ?? now, decision.retryAt);
-        violated.push(rule.name);
-      }
-      if (retryAt !== undefined) {
-        const fields = new Headers({ "retry-after": String(seconds(retryAt - now, 1)) });
-        if (headers) setFields(fields, counted, now);
-        return problemResponse(429, {
-          type: QUOTA_EXCEEDED,
-          detail: "Too many requests; retry later.",
-          extensions: { "violated-policies": violated },
-          headers: fields,
-        });
-      }
+  /** What the leg answers once every applicable rule is counted (or its store failed). */
+  const decided = (
+    counted: Counted[],
+    failed: boolean,
+    part: LegPart,
+    now: number,
+    request: Request,
+    rest: unknown[],
+    next: FetchHandler,
+  ): Response | Promise<Response> => {
+    if (failed && !failOpen) {
+      return problemResponse(503, { detail: "Rate limiting is unavailable; try again later." });
+    }
 
-      if (part === "late") {
-        // The early part of the same leg writes the fields for both.
-        const early = contextFrom(request).get(LATE_COUNTS);
-        if (early !== undefined) {
-          early.push(...counted);
-          return next(request, ...rest);
-        }
+    let retryAt: number | undefined;
+    const violated: string[] = [];
+    for (const { rule, decision } of counted) {
+      if (decision.allowed) continue;
+      retryAt = Math.max(retryAt ?? now, decision.retryAt);
+      violated.push(rule.name);
+    }
+    if (retryAt !== undefined) {
+      const fields = new Headers({ "retry-after": String(seconds(retryAt - now, 1)) });
+      if (headers) setFields(fields, counted, now);
+      return problemResponse(429, {
+        type: QUOTA_EXCEEDED,
+        detail: "Too many requests; retry later.",
+        extensions: { "violated-policies": violated },
+        headers: fields,
+      });
+    }
+
+    if (part === "late") {
+      // The early part of the same leg writes the fields for both.
+      const early = contextFrom(request).get(LATE_COUNTS);
+      if (early !== undefined) {
+        early.push(...counted);
+        return next(request, ...rest);
       }
-      let late: Counted[] | undefined;
-      if (part === "early") {
-        late = [];
-        bindValue(request, LATE_COUNTS, late);
-      }
-      const response = await next(request, ...rest);
+    }
+    let late: Counted[] | undefined;
+    if (part === "early") {
+      late = [];
+      bindValue(request, LATE_COUNTS, late);
+    }
+    return onAnswer(next(request, ...rest), (response) => {
       const all = late === undefined || late.length === 0 ? counted : [...counted, ...late];
       return headers && all.length > 0 ? decorate(response, all, now) : response;
-    };
+    });
+  };
 
   const whole = leg(rules, "whole");
   const byPrincipal = rules.filter((rule) => rule.key === "principal");
@@ -442,6 +466,9 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
   });
   return Object.assign(whole, { placement });
 }
+
+/** Which part of the rules a leg counts: all, those before the session, or those by principal. */
+type LegPart = "whole" | "early" | "late";
 
 /** Decisions of the late part, collected for the early part to write. */
 const LATE_COUNTS = createContextKey<Counted[]>("portcullis.rateLimit.late");

@@ -8,7 +8,7 @@ import {
   validateCookie,
 } from "../core/cookie.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type FetchHandler, type Middleware, onAnswer } from "../core/handler.ts";
 import { throttledConsole } from "../core/log.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
@@ -204,31 +204,57 @@ export function sessions(options: SessionOptions = {}): Middleware {
     },
   };
 
-  return (next) =>
-    async (request, ...rest) => {
-      const header = request.headers.get("cookie");
-      // Beyond the bound, answering is better than reading no cookie: that would sign the user out silently.
-      if (header !== null && header.length > MAX_COOKIE_HEADER_LENGTH) return cookieTooLarge();
-      let session: Session;
-      try {
-        const loaded = load(runtime, request, readCookie(header, cookieName), touchIntervalMs);
-        session = loaded instanceof Promise ? await loaded : loaded;
-      } catch {
-        return unavailable();
-      }
-      bindValue(request, SESSION, session);
-      const auth = session.authentication;
-      if (auth !== undefined) bindAuthentication(request, auth);
-      let response: Response;
-      try {
-        response = await next(request, ...rest);
-      } catch (error) {
-        // A save or destroy deeper in the chain found the store down: 503, not 500.
-        if (!(error instanceof StoreUnavailableError)) throw error;
-        response = unavailable();
-      }
-      return existingOutbox(request)?.drainIntoResponse(response) ?? response;
-    };
+  return directLeg((next) => (request, ...rest) => {
+    const header = request.headers.get("cookie");
+    // Beyond the bound, answering is better than reading no cookie: that would sign the user out silently.
+    if (header !== null && header.length > MAX_COOKIE_HEADER_LENGTH) return cookieTooLarge();
+    let loaded: Session | Promise<Session>;
+    try {
+      loaded = load(runtime, request, readCookie(header, cookieName), touchIntervalMs);
+    } catch {
+      return unavailable();
+    }
+    if (loaded instanceof Promise)
+      return loaded.then(
+        (session) => withSession(session, request, rest, next),
+        () => unavailable(),
+      );
+    return withSession(loaded, request, rest, next);
+  });
+}
+
+/** Binds the session and runs the rest of the chain; a store failure further in is a 503. */
+function withSession(
+  session: Session,
+  request: Request,
+  rest: unknown[],
+  next: FetchHandler,
+): Response | Promise<Response> {
+  bindValue(request, SESSION, session);
+  const auth = session.authentication;
+  if (auth !== undefined) bindAuthentication(request, auth);
+  let answer: Response | Promise<Response>;
+  try {
+    answer = next(request, ...rest);
+  } catch (error) {
+    return finish(request, failedFurtherIn(error));
+  }
+  return onAnswer(
+    answer,
+    (response) => finish(request, response),
+    (error) => finish(request, failedFurtherIn(error)),
+  );
+}
+
+/** A save or destroy deeper in the chain found the store down: 503, not 500. */
+function failedFurtherIn(error: unknown): Response {
+  if (!(error instanceof StoreUnavailableError)) throw error;
+  return unavailable();
+}
+
+/** The answer with the cookie a leg or the route queued. */
+function finish(request: Request, response: Response): Response {
+  return existingOutbox(request)?.drainIntoResponse(response) ?? response;
 }
 
 /** The request's session; within the call when the built-in memory store holds it. */

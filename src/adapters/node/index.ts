@@ -23,7 +23,7 @@ import { checkAdapterOptions } from "../../core/options.ts";
 import { isResponse } from "../../core/pass-through.ts";
 import { problemResponse, reportError, unreadableBodyResponse } from "../../core/problem.ts";
 import { isRequestBodyFailure } from "./engine/body-failure.ts";
-import { type AdapterOptions, type ChainOutcome, chainRunner } from "./engine/chain-runner.ts";
+import { type AdapterOptions, type ChainOutcome, chainDecider } from "./engine/chain-runner.ts";
 import { installLightResponses } from "./engine/light-response.ts";
 import { buildRequest } from "./engine/request.ts";
 import {
@@ -64,40 +64,57 @@ export function nodeListener(
 ): RequestListener {
   if (typeof listener !== "function") throw new TypeError("nodeListener needs a request listener");
   checkAdapterOptions("nodeListener", options);
-  const run = chainRunner(chain, options);
+  const decide = chainDecider(chain, options);
   const onError = (error: unknown, request: Request | undefined) =>
     reportError(options.onError, error, request);
-  // One async function per request, no closures: what is passed on, in order, is what the
-  // chained `.then(async …).catch(…)` it replaces did.
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    let outcome: ChainOutcome;
-    try {
-      outcome = await run(req, res, req.url ?? "", NO_TARGETS);
-      if (!outcome.passed) {
-        await writeResponse(res, outcome.response, req.method);
-        return;
-      }
-      applyHeaders(res, outcome.headers);
-    } catch (error) {
-      onError(error, undefined);
-      failResponse(res);
+  const fail = (res: ServerResponse, error: unknown) => {
+    onError(error, undefined);
+    failResponse(res);
+  };
+  // The listener runs within the same call when the chain answered within it: no promise of
+  // the adapter's own for a request that passes.
+  const proceed = (req: IncomingMessage, res: ServerResponse, outcome: ChainOutcome): void => {
+    if (!outcome.passed) {
+      writeResponse(res, outcome.response, req.method).catch((error) => fail(res, error));
       return;
     }
+    applyHeaders(res, outcome.headers);
+    let ran: unknown;
     try {
-      await listener(req, res);
+      ran = listener(req, res);
     } catch (error) {
-      if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
-      else {
-        onError(error, undefined);
-        failResponse(res);
-      }
+      listenerFailed(req, res, error);
+      return;
     }
+    if (typeof (ran as PromiseLike<unknown> | undefined)?.then === "function")
+      Promise.resolve(ran).catch((error) => listenerFailed(req, res, error));
+  };
+  const listenerFailed = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
+    if (isRequestBodyFailure(req, error)) unreadableBody(req, res);
+    else fail(res, error);
   };
   return (req, res) => {
-    handle(req, res).catch((error) => {
-      onError(error, undefined);
-      failResponse(res);
-    });
+    let outcome: ChainOutcome | Promise<ChainOutcome>;
+    try {
+      outcome = decide(req, res, req.url ?? "", NO_TARGETS);
+      if (!(outcome instanceof Promise)) {
+        proceed(req, res, outcome);
+        return;
+      }
+    } catch (error) {
+      fail(res, error);
+      return;
+    }
+    outcome.then(
+      (decided) => {
+        try {
+          proceed(req, res, decided);
+        } catch (error) {
+          fail(res, error);
+        }
+      },
+      (error) => fail(res, error),
+    );
   };
 }
 

@@ -1,8 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Chain } from "../../../chain/index.ts";
 import { FRAMEWORK_TRUSTS_PROXY, PEER_ADDRESS } from "../../../core/client-address.ts";
-import { bindContext, bindValue, boundContext, contextFrom } from "../../../core/context.ts";
-import type { Handler, Middleware } from "../../../core/handler.ts";
+import {
+  bindContext,
+  bindValue,
+  boundContext,
+  contextFrom,
+  createContextKey,
+} from "../../../core/context.ts";
+import { composeLegs, type FetchHandler, type Middleware } from "../../../core/handler.ts";
 import { checkAdapterOptions } from "../../../core/options.ts";
 import { outboxOf, whenQueued } from "../../../core/outbox.ts";
 import {
@@ -94,37 +100,50 @@ export function chainRunner(
   middleware: Middleware | Chain,
   options: AdapterOptions = {},
 ): ChainRunner {
-  checkAdapterOptions("chainRunner", options);
-  const mw = toMiddleware(middleware);
-  // An error the chain answered before the body was read closes the connection.
-  const refused = (
-    message: IncomingMessage,
-    res: ServerResponse,
-    response: Response,
-  ): ChainOutcome => {
-    closeAfterEarlyError(message, res, response.status);
-    return { passed: false, response };
+  const decide = chainDecider(middleware, options);
+  return (...args) => {
+    try {
+      const outcome = decide(...args);
+      return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
-  const fail = (
-    message: IncomingMessage,
-    res: ServerResponse,
-    error: unknown,
-    request: Request | undefined,
-  ): ChainOutcome => refused(message, res, internalErrorResponse(options.onError, error, request));
-  // One async function per request, the runner itself: no wrapper around it.
-  return async function decide(
+}
+
+/** `chainRunner`'s decision, within the call when every leg answered within it. */
+export type ChainDecider = (
+  ...args: Parameters<ChainRunner>
+) => ChainOutcome | Promise<ChainOutcome>;
+
+/**
+ * The engine behind `chainRunner`, for the library's own adapters: the outcome comes within the
+ * call when the chain answered within it (memory stores, no body to read), so a request that
+ * passes costs no promise of the adapter's own. It may throw; the adapters answer a 500.
+ */
+export function chainDecider(
+  middleware: Middleware | Chain,
+  options: AdapterOptions = {},
+): ChainDecider {
+  checkAdapterOptions("chainRunner", options);
+  // Built once: wrapping every leg per request cost more than several legs' work. The innermost
+  // handler records the pass on the request's own exchange, the one object handed down as the
+  // runtime's extra argument; a leg that hands on neither it nor the context gets a 500.
+  const chain = composeLegs([toMiddleware(middleware)], innermost);
+  const onError = options.onError;
+  return function decide(
     message: IncomingMessage,
     res: ServerResponse,
     target: string,
     bindTo: readonly object[],
     frameworkTrustsProxy?: boolean,
     routedTarget?: string,
-  ): Promise<ChainOutcome> {
+  ): ChainOutcome | Promise<ChainOutcome> {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target, true, { response: res });
     } catch (error) {
-      return fail(message, res, error, undefined);
+      return failed(onError, message, res, error, undefined);
     }
     if (built === undefined) {
       return refused(
@@ -152,29 +171,68 @@ export function chainRunner(
     }
     // Made before the chain runs, so a leg that queues a header once the route runs
     // (`session.save()`) finds this one rather than binding a new one nobody drains.
-    const outbox = outboxOf(request);
+    outboxOf(request);
+    const exchange = new Exchange(message, res, request, tap, bindTo, onError);
+    bindValue(request, EXCHANGE, exchange);
 
-    let passedWith: Request | undefined;
-    const innermost: Handler = async (downstream) => {
-      if (passedWith !== undefined) throw new Error("portcullis: next was called twice");
-      passedWith = downstream;
-      return passThroughResponse();
-    };
-
-    let response: Response;
+    let answer: Response | Promise<Response>;
     try {
-      response = await mw(innermost)(request, { incoming: message, outgoing: res });
+      answer = chain(request, exchange);
     } catch (error) {
-      tap?.discard();
-      return fail(message, res, error, request);
+      return exchange.failed(error);
     }
+    if (isResponse(answer)) return exchange.conclude(answer);
+    return Promise.resolve(answer).then(
+      (response) => exchange.conclude(response),
+      (error: unknown) => exchange.failed(error),
+    );
+  };
+}
 
+/** An error the chain answered before the body was read closes the connection. */
+function refused(message: IncomingMessage, res: ServerResponse, response: Response): ChainOutcome {
+  closeAfterEarlyError(message, res, response.status);
+  return { passed: false, response };
+}
+
+function failed(
+  onError: AdapterOptions["onError"],
+  message: IncomingMessage,
+  res: ServerResponse,
+  error: unknown,
+  request: Request | undefined,
+): ChainOutcome {
+  return refused(message, res, internalErrorResponse(onError, error, request));
+}
+
+/**
+ * One request's run of the chain: the native pair the legs get after the request (as
+ * `@hono/node-server` passes it), and what the adapter needs to conclude once the chain answers.
+ */
+class Exchange {
+  passedWith: Request | undefined = undefined;
+  constructor(
+    readonly incoming: IncomingMessage,
+    readonly outgoing: ServerResponse,
+    readonly request: Request,
+    readonly tap: BodyTap | undefined,
+    readonly bindTo: readonly object[],
+    readonly onError: AdapterOptions["onError"],
+  ) {}
+
+  failed(error: unknown): ChainOutcome {
+    this.tap?.discard();
+    return failed(this.onError, this.incoming, this.outgoing, error, this.request);
+  }
+
+  conclude(response: Response): ChainOutcome {
+    const { incoming: message, outgoing: res, request, tap, passedWith } = this;
+    const outbox = outboxOf(request);
     if (passedWith !== undefined && isPassThrough(response)) {
       try {
         tap?.restore();
       } catch (error) {
-        tap?.discard();
-        return fail(message, res, error, request);
+        return this.failed(error);
       }
       if (tap?.touched) dumpUnreadBodyOnFinish(message, res);
       const context = contextFrom(passedWith);
@@ -182,7 +240,7 @@ export function chainRunner(
       // prototype), where the field costs a new one: a WeakMap entry instead cost several
       // times that in garbage collection (ephemerons), measured on the Express benchmark.
       bindContext(message, context);
-      for (const target of bindTo) bindContext(target, context);
+      for (const target of this.bindTo) bindContext(target, context);
       // Wrapped only once a header is queued: a property added to a response whose prototype a
       // framework swapped (Express) costs a fresh hidden class, about a microsecond.
       whenQueued(outbox, () => {
@@ -198,10 +256,26 @@ export function chainRunner(
 
     tap?.discard();
     if (!isResponse(response))
-      return fail(message, res, new TypeError("the chain answered a non-Response"), request);
+      return this.failed(new TypeError("the chain answered a non-Response"));
     return refused(message, res, outbox.drainIntoResponse(response));
-  };
+  }
 }
+
+const EXCHANGE = createContextKey<Exchange>("portcullis.exchange");
+
+/**
+ * The chain's innermost handler: records the request the legs handed on, and answers the empty
+ * pass-through answer for them to decorate. The exchange comes as the extra argument, or through
+ * the context when a leg of someone else's dropped that argument.
+ */
+const innermost: FetchHandler = (downstream, extra?: unknown) => {
+  const exchange = extra instanceof Exchange ? extra : contextFrom(downstream).get(EXCHANGE);
+  if (exchange === undefined)
+    throw new Error("portcullis: a leg handed on a request that lost its context");
+  if (exchange.passedWith !== undefined) throw new Error("portcullis: next was called twice");
+  exchange.passedWith = downstream;
+  return passThroughResponse();
+};
 
 /**
  * Node drains a body nobody read once the response is done, unless someone
