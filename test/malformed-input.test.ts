@@ -304,6 +304,9 @@ describe("malformed and hostile requests through the whole chain", () => {
         }
         const method = pick(next, METHODS).toUpperCase();
         const body = method === "GET" || method === "HEAD" ? undefined : pick(next, BODIES);
+        // Node's client sends a DELETE's (or OPTIONS') body with no framing at all, which the
+        // server can only read as the start of the next request on the kept-alive connection.
+        if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
         const status = await new Promise<number | undefined>((resolve, reject) => {
           let req: ReturnType<typeof httpRequest>;
           try {
