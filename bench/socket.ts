@@ -13,7 +13,10 @@
  * BENCH_CONNECTIONS (16), BENCH_CONTENDERS (comma-separated names),
  * BENCH_DIST_DIR and BENCH_PREBUILT=1 (measure a build made elsewhere), BENCH_CORE,
  * BENCH_MODE (`throughput` | `instructions`), BENCH_REQUESTS (instructions
- * mode: measured requests, 6000: fewer let one garbage collection sway the count).
+ * mode: measured requests, 6000: fewer let one garbage collection sway the count),
+ * BENCH_NODE_FLAGS (more flags for the servers' node: `--no-concurrent-recompilation`
+ * compiles hot functions on the main thread during the warm-up, so a machine busy with other
+ * work cannot leave some of them unoptimized when counting starts; for comparing two builds).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -122,7 +125,17 @@ interface Running {
 /** Starts `name` pinned to `core`, optionally under a wrapper command (valgrind). */
 async function start(name: string, core: string, wrapper: string[] = []): Promise<Running> {
   core = process.env.BENCH_CORE ?? core;
-  const command = [...wrapper, process.execPath, "--expose-gc", "--import", "tsx", SERVERS, name];
+  const flags = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((flag) => flag !== "");
+  const command = [
+    ...wrapper,
+    process.execPath,
+    "--expose-gc",
+    ...flags,
+    "--import",
+    "tsx",
+    SERVERS,
+    name,
+  ];
   const child = spawn("taskset", ["-c", core, ...command], {
     cwd: ROOT,
     env: { ...process.env, PORTCULLIS_BENCH_DIST: DIST, NODE_ENV: "production" },

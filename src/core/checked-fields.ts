@@ -10,6 +10,8 @@ import { checkedName, checkedValue } from "./field-list.ts";
 export class CheckedFields {
   readonly names: readonly string[];
   readonly values: readonly string[];
+  /** Each value by its (lower-case) name. */
+  readonly byName: ReadonlyMap<string, string>;
 
   constructor(fields: Iterable<readonly [string, string]>) {
     const names: string[] = [];
@@ -23,5 +25,6 @@ export class CheckedFields {
     }
     this.names = Object.freeze(names);
     this.values = Object.freeze(values);
+    this.byName = new Map(names.map((name, i) => [name, values[i] as string]));
   }
 }

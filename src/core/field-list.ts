@@ -14,6 +14,11 @@ export class FieldList extends Headers {
   // have a dozen fields and the legs read three, so only those are checked. Until then
   // `#fields` holds the fields already read and checked.
   #source: ParsedFields | undefined;
+  // Constant blocks added where absent (`addAbsent`), read through rather than copied in: the
+  // legs add a dozen constant fields to every answer, and the map work cost more than the legs.
+  // The map's fields shadow them, and an earlier block a later one; `append` or `delete` of a
+  // name a block holds copies them in first.
+  #blocks: CheckedFields[] | undefined;
 
   constructor(init?: Iterable<readonly [string, string]>) {
     super();
@@ -23,6 +28,7 @@ export class FieldList extends Headers {
   override append(name: string, value: string): void {
     if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
+    if (this.#blocks !== undefined && this.#fromBlocks(key) !== undefined) this.#settleBlocks();
     const normalized = fieldValue(value);
     if (key === "set-cookie") {
       this.#cookies.push(normalized);
@@ -49,18 +55,20 @@ export class FieldList extends Headers {
     const key = fieldName(name);
     if (this.#source !== undefined) return key === "set-cookie" ? null : this.#readThrough(key);
     if (key === "set-cookie") return this.#cookies.length === 0 ? null : this.#cookies.join(", ");
-    return this.#fields.get(key) ?? null;
+    return this.#fields.get(key) ?? this.#fromBlocks(key) ?? null;
   }
 
   override has(name: string): boolean {
     const key = fieldName(name);
     if (this.#source !== undefined) return key !== "set-cookie" && this.#readThrough(key) !== null;
-    return key === "set-cookie" ? this.#cookies.length > 0 : this.#fields.has(key);
+    if (key === "set-cookie") return this.#cookies.length > 0;
+    return this.#fields.has(key) || this.#fromBlocks(key) !== undefined;
   }
 
   override delete(name: string): void {
     if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
+    if (this.#blocks !== undefined && this.#fromBlocks(key) !== undefined) this.#settleBlocks();
     if (key === "set-cookie") this.#cookies.length = 0;
     else this.#fields.delete(key);
   }
@@ -72,6 +80,7 @@ export class FieldList extends Headers {
 
   override *entries(): HeadersIterator<[string, string]> {
     if (this.#source !== undefined) this.#takeAll();
+    this.#settleBlocks();
     const names = [...this.#fields.keys()];
     if (this.#cookies.length > 0) names.push("set-cookie");
     names.sort();
@@ -163,18 +172,52 @@ export class FieldList extends Headers {
   /** Adds each of `fields` this list does not hold yet; they were checked when made. */
   addAbsent(fields: CheckedFields): void {
     if (this.#source !== undefined) this.#takeAll();
+    if (this.#blocks === undefined) this.#blocks = [fields];
+    else this.#blocks.push(fields);
+  }
+
+  /** Calls `field` for every field but cookies, unsorted: for writing onto a native response. */
+  forEachField(field: (name: string, value: string) => void): void {
+    if (this.#source !== undefined) this.#takeAll();
     const map = this.#fields;
-    const { names, values } = fields;
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i] as string;
-      if (!map.has(name)) map.set(name, values[i] as string);
+    map.forEach((value, name) => {
+      field(name, value);
+    });
+    const blocks = this.#blocks;
+    if (blocks === undefined) return;
+    for (let b = 0; b < blocks.length; b++) {
+      const { names, values } = blocks[b] as CheckedFields;
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i] as string;
+        if (map.has(name) || shadowed(blocks, b, name)) continue;
+        field(name, values[i] as string);
+      }
     }
   }
 
-  /** Every field but cookies, in insertion order, unsorted: for writing onto a native response. */
-  fields(): ReadonlyMap<string, string> {
-    if (this.#source !== undefined) this.#takeAll();
-    return this.#fields;
+  /** The value the blocks give `key`, the earliest block's. */
+  #fromBlocks(key: string): string | undefined {
+    const blocks = this.#blocks;
+    if (blocks === undefined) return undefined;
+    for (const block of blocks) {
+      const value = block.byName.get(key);
+      if (value !== undefined) return value;
+    }
+    return undefined;
+  }
+
+  /** Copies the blocks' fields the map does not hold into it, in order. */
+  #settleBlocks(): void {
+    const blocks = this.#blocks;
+    if (blocks === undefined) return;
+    this.#blocks = undefined;
+    const map = this.#fields;
+    for (const { names, values } of blocks) {
+      for (let i = 0; i < names.length; i++) {
+        const name = names[i] as string;
+        if (!map.has(name)) map.set(name, values[i] as string);
+      }
+    }
   }
 
   /** The `Set-Cookie` values, in order. */
@@ -182,6 +225,12 @@ export class FieldList extends Headers {
     if (this.#source !== undefined) this.#takeAll();
     return this.#cookies;
   }
+}
+
+/** Whether a block before the `index`th holds `name`. */
+function shadowed(blocks: readonly CheckedFields[], index: number, name: string): boolean {
+  for (let b = 0; b < index; b++) if ((blocks[b] as CheckedFields).byName.has(name)) return true;
+  return false;
 }
 
 // Cookie lines are joined with "; " by runtimes that follow the current Fetch standard.

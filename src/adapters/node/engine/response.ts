@@ -19,7 +19,7 @@ export function applyHeaders(
 ): void {
   if (headers instanceof FieldList) {
     // A list of our own: one pass over the map, no sorted copy, no entry arrays.
-    headers.fields().forEach((value, name) => {
+    headers.forEachField((name, value) => {
       if ((!withBodyHeaders && BODY_HEADERS.has(name)) || skip?.(name)) return;
       res.setHeader(name, value);
     });
@@ -58,7 +58,7 @@ export function closeAfterEarlyError(
  */
 export function eachField(headers: Headers, field: (name: string, value: string) => void): void {
   if (headers instanceof FieldList) {
-    for (const [name, value] of headers.fields()) field(name, value);
+    headers.forEachField(field);
     for (const cookie of headers.cookies()) field("set-cookie", cookie);
     return;
   }
