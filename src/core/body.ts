@@ -72,6 +72,10 @@ export async function readAtMost(
   } finally {
     reader.releaseLock();
   }
+  // A body that came in one chunk owning its whole buffer is handed over as is, uncopied.
+  const only = chunks.length === 1 ? (chunks[0] as Uint8Array) : undefined;
+  if (only !== undefined && only.byteOffset === 0 && only.byteLength === only.buffer.byteLength)
+    return only;
   const out = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
@@ -83,7 +87,10 @@ export async function readAtMost(
 
 /** The media type of a request's `Content-Type`, lower-cased, without parameters ("" when absent). */
 export function mediaTypeOf(request: Request): string {
-  return (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  const field = request.headers.get("content-type") ?? "";
+  // The common case, a bare lower-case type, needs no splitting.
+  if (/^[a-z0-9!#$&^_.+/-]*$/.test(field)) return field;
+  return field.split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
 /**
