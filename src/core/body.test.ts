@@ -42,6 +42,8 @@ describe("typed body readers", () => {
 
   it("take the media type without parameters, lower-cased", () => {
     expect(mediaTypeOf(post("", "Text/HTML ; charset=x"))).toBe("text/html");
+    expect(mediaTypeOf(post("", "application/json"))).toBe("application/json");
+    expect(mediaTypeOf(post("", "application/json;charset=utf-8"))).toBe("application/json");
     expect(mediaTypeOf(new Request("https://a.example/"))).toBe("");
   });
 });
