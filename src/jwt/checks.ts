@@ -27,7 +27,11 @@ export function positiveSeconds(where: string, name: string, value: unknown): nu
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A compact JWS split in its three segments, with its protected header parsed. */
+/**
+ * A compact JWS split in its three segments, with its protected header parsed.
+ * Made only by `compactJws`: every segment is base64url (A-Z, a-z, 0-9, `-`,
+ * `_`), which the signature checks rely on.
+ */
 export interface CompactJws {
   readonly header: Record<string, unknown>;
   /** The base64url payload segment. */
