@@ -37,22 +37,25 @@ export function chooseCapability(
   { session, grant }: OpenedSession,
   name: string,
 ): Dispatchable | AgentDenial {
-  const context = refusalContext(session, name);
   const capability = runtime.registry.get(name);
   if (capability === undefined)
-    return { ...context, error: "capability_not_found", message: "no capability has this name" };
+    return {
+      ...refusalContext(session, name),
+      error: "capability_not_found",
+      message: "no capability has this name",
+    };
   const { handler } = capability;
   // Granted but served elsewhere: tokens for here never carry it, so say where it lives.
   if (handler === undefined && grant.capabilities.includes(name))
     return {
-      ...context,
+      ...refusalContext(session, name),
       error: "wrong_location",
       message: "this capability is served at its own location",
       extra: { location: capability.location },
     };
   if (!session.capabilities.includes(name) || handler === undefined)
     return {
-      ...context,
+      ...refusalContext(session, name),
       error: "capability_not_granted",
       message: "the capability is not granted",
     };

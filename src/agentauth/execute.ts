@@ -65,7 +65,8 @@ export function executeHandler(runtime: AgentRuntime, options: ExecuteOptions = 
     } catch (error) {
       answer = agentFailure(runtime, error, request);
     }
-    return withDpopNonce(runtime, request, answer);
+    // Without DPoP there is no nonce to add: the answer is handed back as it is.
+    return runtime.dpop === undefined ? answer : withDpopNonce(runtime, request, answer);
   };
 }
 

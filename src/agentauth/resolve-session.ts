@@ -15,6 +15,7 @@ import {
   type AgentDenial,
   emitDenial,
   isDenial,
+  NO_STEPS,
   type OpenedSession,
   type OpenSessionSteps,
   openAgentSession,
@@ -66,7 +67,7 @@ export async function openRequestSession(
   request: Request,
   token: string,
   audience: string,
-  steps: OpenSessionSteps = {},
+  steps: OpenSessionSteps = NO_STEPS,
   use: TokenUse = "single",
 ): Promise<OpenedSession | Response> {
   const dpop = runtime.dpop;

@@ -71,6 +71,9 @@ export interface OpenSessionSteps {
   readonly afterConsume?: (claims: CapabilityClaims) => Promise<AgentDenial | undefined>;
 }
 
+/** `openAgentSession` with no steps of its caller's. */
+export const NO_STEPS: OpenSessionSteps = Object.freeze({});
+
 /** The one refusal of a token the agent holds nothing with, wherever it is presented. */
 const NOT_GRANTED = "the capability is not granted";
 
@@ -96,7 +99,7 @@ export async function openAgentSession(
   runtime: AgentRuntime,
   token: string,
   audience: string,
-  steps: OpenSessionSteps = {},
+  steps: OpenSessionSteps = NO_STEPS,
   use: TokenUse = "single",
 ): Promise<OpenedSession | AgentDenial> {
   const opened = await openSteps(runtime, token, audience, steps, use);
@@ -121,7 +124,8 @@ async function openSteps(
       principalId: claims.sub,
       grantId: claims.grant_id,
     };
-  const refused = await steps.beforeConsume?.(claims);
+  // Absent steps are not awaited: each await costs a turn and its allocations per request.
+  const refused = steps.beforeConsume === undefined ? undefined : await steps.beforeConsume(claims);
   if (refused !== undefined) return refused;
   const who = { principalId: claims.sub, grantId: claims.grant_id };
   // The clock is read once the token verifies: the grant is judged at that moment.
@@ -129,7 +133,7 @@ async function openSteps(
   // Single use: the first presentation consumes the token, whatever follows.
   if (use === "single" && !(await consumeTokenId(runtime, claims)))
     return { error: "invalid_jwt", message: "the capability token was already used", ...who };
-  const late = await steps.afterConsume?.(claims);
+  const late = steps.afterConsume === undefined ? undefined : await steps.afterConsume(claims);
   if (late !== undefined) return late;
   const grant = await runtime.store(() => runtime.grants.get(claims.grant_id));
   if (grant === undefined || grant.principalId !== claims.sub)

@@ -40,8 +40,26 @@ describe("typed body readers", () => {
     });
   });
 
+  it("leave a body read to its end used and locked, as the runtime's text() does, and one cut short released", async () => {
+    const read = post('{"x":1}', "application/json");
+    expect(await readJsonBody(read, 64)).toEqual({ ok: true, value: { x: 1 } });
+    const byRuntime = post('{"x":1}', "application/json");
+    await byRuntime.text();
+    expect([read.bodyUsed, read.body?.locked]).toEqual([
+      byRuntime.bodyUsed,
+      byRuntime.body?.locked,
+    ]);
+    expect([read.bodyUsed, read.body?.locked]).toEqual([true, true]);
+    await expect(read.text()).rejects.toThrow(TypeError);
+    const tooLarge = post("[1,2,3]", "application/json");
+    expect(await readJsonBody(tooLarge, 4)).toEqual({ ok: false, failure: "too_large" });
+    expect(tooLarge.body?.locked).toBe(false);
+  });
+
   it("take the media type without parameters, lower-cased", () => {
     expect(mediaTypeOf(post("", "Text/HTML ; charset=x"))).toBe("text/html");
+    expect(mediaTypeOf(post("", "application/json"))).toBe("application/json");
+    expect(mediaTypeOf(post("", "application/json;charset=utf-8"))).toBe("application/json");
     expect(mediaTypeOf(new Request("https://a.example/"))).toBe("");
   });
 });

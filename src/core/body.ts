@@ -49,6 +49,7 @@ export async function readAtMost(
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
+  let ended = false;
   try {
     for (;;) {
       let step: ReadableStreamReadResult<Uint8Array>;
@@ -61,7 +62,10 @@ export async function readAtMost(
           : new BodyReadError("the request body broke off", { cause: error });
       }
       const { done, value } = step;
-      if (done) break;
+      if (done) {
+        ended = true;
+        break;
+      }
       size += value.byteLength;
       if (size > maxBytes) {
         reader.cancel().catch(() => {});
@@ -70,8 +74,14 @@ export async function readAtMost(
       chunks.push(value);
     }
   } finally {
-    reader.releaseLock();
+    // A stream read to its end stays locked, as after the runtime's own `text()`: releasing
+    // it rejects a promise per request, which the runtime's rejection tracking pays for.
+    if (!ended) reader.releaseLock();
   }
+  // A body that came in one chunk owning its whole buffer is handed over as is, uncopied.
+  const only = chunks.length === 1 ? (chunks[0] as Uint8Array) : undefined;
+  if (only !== undefined && only.byteOffset === 0 && only.byteLength === only.buffer.byteLength)
+    return only;
   const out = new Uint8Array(size);
   let offset = 0;
   for (const chunk of chunks) {
@@ -83,7 +93,10 @@ export async function readAtMost(
 
 /** The media type of a request's `Content-Type`, lower-cased, without parameters ("" when absent). */
 export function mediaTypeOf(request: Request): string {
-  return (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  const field = request.headers.get("content-type") ?? "";
+  // The common case, a bare lower-case type, needs no splitting.
+  if (/^[a-z0-9!#$&^_.+/-]*$/.test(field)) return field;
+  return field.split(";")[0]?.trim().toLowerCase() ?? "";
 }
 
 /**

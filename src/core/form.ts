@@ -1,4 +1,4 @@
-import { type BodyRead, readRequestBody } from "./body.ts";
+import { type BodyRead, mediaTypeOf, readRequestBody } from "./body.ts";
 
 /** A form body that broke off while it was read: the caller answers 400. */
 export type UnreadableForm = Extract<BodyRead, { outcome: "unreadable" }>;
@@ -27,8 +27,8 @@ export async function formFields(
   name: string,
   maxBytes: number,
 ): Promise<string[] | UnreadableForm> {
-  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/x-www-form-urlencoded" && type !== "multipart/form-data") return [];
+  const type = formType(request);
+  if (type === undefined) return [];
   if (request.body === null || request.bodyUsed) return [];
   const read = await readRequestBody(request, maxBytes, { keep: true });
   if (read.outcome === "unreadable") return read;
@@ -54,4 +54,14 @@ export function isUnreadableForm(value: unknown): value is UnreadableForm {
     !Array.isArray(value) &&
     (value as { outcome?: unknown }).outcome === "unreadable"
   );
+}
+
+/** The media type of a form body (urlencoded or multipart), `undefined` for any other body. */
+export function formType(
+  request: Request,
+): "application/x-www-form-urlencoded" | "multipart/form-data" | undefined {
+  const type = mediaTypeOf(request);
+  return type === "application/x-www-form-urlencoded" || type === "multipart/form-data"
+    ? type
+    : undefined;
 }

@@ -1,4 +1,4 @@
-import { formFields, type UnreadableForm } from "./form.ts";
+import { formFields, formType, type UnreadableForm } from "./form.ts";
 import { urlAsSent } from "./url-as-sent.ts";
 
 /** Headers through which frameworks' method-override middleware let a client ask for another method. */
@@ -58,6 +58,8 @@ export function overrideMethodsWithForm(
   // GET and HEAD carry no body in Fetch; asking would make some servers build their Request.
   if (request.method === "GET" || request.method === "HEAD" || request.body === null)
     return methods;
+  // A body that is no form carries no field: answered now, without a promise.
+  if (formType(request) === undefined) return methods;
   return formFields(request, METHOD_OVERRIDE_PARAMETER, maxFormBytes).then((fields) => {
     if (!Array.isArray(fields)) return fields;
     for (const field of fields) add(methods, field);

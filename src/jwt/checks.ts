@@ -27,7 +27,11 @@ export function positiveSeconds(where: string, name: string, value: unknown): nu
 const SEGMENT = /^[A-Za-z0-9_-]+$/;
 const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A compact JWS split in its three segments, with its protected header parsed. */
+/**
+ * A compact JWS split in its three segments, with its protected header parsed.
+ * Made only by `compactJws`: every segment is base64url (A-Z, a-z, 0-9, `-`,
+ * `_`), which the signature checks rely on.
+ */
 export interface CompactJws {
   readonly header: Record<string, unknown>;
   /** The base64url payload segment. */
@@ -39,18 +43,38 @@ export interface CompactJws {
 }
 
 /**
+ * The last protected header a reader parsed, by its exact encoding: one
+ * issuer's tokens share a header, so it is parsed once, not per token. Only
+ * for a caller that never changes the header it is handed.
+ */
+export interface HeaderMemo {
+  encoded: string;
+  header: Readonly<Record<string, unknown>>;
+}
+
+/**
  * A compact JWS (three base64url segments) whose protected header is a JSON
- * object; anything else calls `fail`.
+ * object; anything else calls `fail`. With `memo`, a header encoded exactly as
+ * the last one is not parsed again.
  */
 export function compactJws(
   token: string,
   fail: (message: string, cause?: unknown) => never,
+  memo?: HeaderMemo,
 ): CompactJws {
   const segments = token.split(".");
   if (segments.length !== 3 || !segments.every((part) => SEGMENT.test(part)))
     fail("the token is not a compact JWS");
   const [encodedHeader, payload, signature] = segments as [string, string, string];
-  const header = jsonObject(fromBase64url(encodedHeader), "header", fail);
+  let header: Record<string, unknown>;
+  if (memo !== undefined && memo.encoded === encodedHeader) header = memo.header;
+  else {
+    header = jsonObject(fromBase64url(encodedHeader), "header", fail);
+    if (memo !== undefined) {
+      memo.encoded = encodedHeader;
+      memo.header = header;
+    }
+  }
   return { header, payload, signature, signedLength: encodedHeader.length + 1 + payload.length };
 }
 

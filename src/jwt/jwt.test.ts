@@ -133,6 +133,26 @@ describe("jwtSigner and jwtVerifier", () => {
     }
   });
 
+  it("judges each token by its own header when one verifier sees many", async () => {
+    const verifier = jwtVerifier({ keys, typ: TYP, issuer: ISSUER });
+    const good = await forge(goodHeader, claims());
+    const jwk = await exportJWK(pair.publicKey);
+    for (const header of [
+      { ...goodHeader, jwk },
+      { ...goodHeader, typ: "JWT" },
+      { ...goodHeader, kid: "k2" },
+      { ...goodHeader, alg: "ES256" },
+    ]) {
+      expect(await reason(good, verifier)).toBe("accepted");
+      expect(await reason(await forge(header, claims()), verifier)).not.toBe("accepted");
+    }
+    // A forged token reusing the good header's exact encoding still needs its own signature.
+    const [encoded, , signature] = good.split(".");
+    expect(
+      await reason(`${encoded}.${segment(claims({ sub: "mallory" }))}.${signature}`, verifier),
+    ).toBe("signature");
+  });
+
   it("refuses an unknown or missing kid", async () => {
     expect(await reason(await forge({ ...goodHeader, kid: "k2" }, claims()))).toBe("unknown_key");
     const { kid: _kid, ...noKid } = goodHeader;

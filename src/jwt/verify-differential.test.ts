@@ -300,6 +300,12 @@ function tokensFor(alg: JwtAlgorithm, signer: Signer, other: Signer): [string, u
   tokens.push(["signature plus", `${h}.${p}.${s.replace(/-/g, "+")}`]);
   tokens.push(["signature space", `${h}.${p}. ${s}`]);
   tokens.push(["signature one char more", `${valid}A`]);
+  // Characters whose low byte is a base64url character: refused, never read as that byte.
+  const beyondLatin1 = (text: string) =>
+    String.fromCharCode(0x100 + text.charCodeAt(0)) + text.slice(1);
+  tokens.push(["payload char beyond Latin-1", `${h}.${beyondLatin1(p)}.${s}`]);
+  tokens.push(["header char beyond Latin-1", `${beyondLatin1(h)}.${p}.${s}`]);
+  tokens.push(["signature char beyond Latin-1", `${h}.${p}.${beyondLatin1(s)}`]);
   tokens.push(["signature truncated", valid.slice(0, -4)]);
   tokens.push(["signature doubled", `${valid}${s}`]);
   tokens.push(["not a string", 42]);

@@ -1,7 +1,7 @@
 import type { JWTPayload } from "jose";
 import { InvalidOptionsError, type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
-import { checkIssuer, checkTyp, compactJws, jsonObject } from "./checks.ts";
+import { checkIssuer, checkTyp, compactJws, type HeaderMemo, jsonObject } from "./checks.ts";
 import type { JwtAlgorithm, KeySet } from "./keys.ts";
 import { type SignatureEngine, signatureChecks } from "./signature.ts";
 
@@ -117,6 +117,8 @@ export function verifierOn(options: JwtVerifierOptions, engine: SignatureEngine)
   if (typeof now !== "function")
     throw new InvalidOptionsError("jwtVerifier: now must be a function");
   const signatureCheck = signatureChecks(engine);
+  // Only read below, never changed: safe to share between tokens.
+  const headerMemo: HeaderMemo = { encoded: "", header: {} };
 
   return async (token, expected) => {
     const audience = expected?.audience;
@@ -124,7 +126,11 @@ export function verifierOn(options: JwtVerifierOptions, engine: SignatureEngine)
       throw new TypeError("jwtVerifier: the expected audience must be one non-empty string");
     if (typeof token !== "string") fail("malformed", "the token is not a string");
     if (token.length > maxLength) fail("too_large", `the token is longer than ${maxLength}`);
-    const jws = compactJws(token, (message, cause) => fail("malformed", message, cause));
+    const jws = compactJws(
+      token,
+      (message, cause) => fail("malformed", message, cause),
+      headerMemo,
+    );
     const { header } = jws;
     for (const name of REFUSED_HEADERS) {
       if (Object.hasOwn(header, name)) fail("header", `the header carries ${name}`);
