@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { Handler, Middleware } from "../core/handler.ts";
+import {
+  composeLegs,
+  directLeg,
+  type Handler,
+  type Middleware,
+  onAnswer,
+} from "../core/handler.ts";
 import { Chain } from "./chain.ts";
 
 /** A leg that records when it is entered and left. */
@@ -120,5 +126,54 @@ describe("Chain", () => {
     await handler(new Request("http://h/"));
     await handler(new Request("http://h/"));
     expect(built).toBe(1);
+  });
+});
+
+describe("direct legs", () => {
+  const direct = (name: string, log: string[]) =>
+    directLeg((next) => (request, ...rest) => {
+      log.push(`${name}:in`);
+      return onAnswer(next(request, ...rest), (response) => {
+        log.push(`${name}:out`);
+        return response;
+      });
+    });
+
+  it("run within the call when every leg and the handler answer at once", () => {
+    const log: string[] = [];
+    const handler = composeLegs([direct("a", log), direct("b", log)], () => new Response("now"));
+    const answer = handler(new Request("http://h/"));
+    expect(answer).toBeInstanceOf(Response);
+    expect(log).toEqual(["a:in", "b:in", "b:out", "a:out"]);
+  });
+
+  it("give a leg of someone else's a next that returns a promise, as Handler says", async () => {
+    const log: string[] = [];
+    let seen: unknown;
+    const foreign: Middleware =
+      (next) =>
+      (request, ...rest) => {
+        const answer = next(request, ...rest);
+        seen = answer;
+        return answer.then((response) => response);
+      };
+    const handler = new Chain(direct("a", log), foreign, direct("b", log)).wrap(
+      () => new Response("ok"),
+    );
+    const response = await handler(new Request("http://h/"));
+    expect(seen).toBeInstanceOf(Promise);
+    expect(await response.text()).toBe("ok");
+    expect(log).toEqual(["a:in", "b:in", "b:out", "a:out"]);
+  });
+
+  it("alone, and from wrap, answer in a promise; a throw becomes a rejection", async () => {
+    const alone = direct("a", [])(async () => new Response("ok"));
+    expect(alone(new Request("http://h/"))).toBeInstanceOf(Promise);
+    const wrapped = new Chain(direct("a", [])).wrap(() => {
+      throw new Error("route failed");
+    });
+    const answer = wrapped(new Request("http://h/"));
+    expect(answer).toBeInstanceOf(Promise);
+    await expect(answer).rejects.toThrow("route failed");
   });
 });

@@ -9,7 +9,11 @@ import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
 import { reportError } from "../../core/problem.ts";
-import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import {
+  type AdapterOptions,
+  type ChainOutcome,
+  chainDecider,
+} from "../node/engine/chain-runner.ts";
 import { applyHeaders, writeResponse } from "../node/engine/response.ts";
 
 export type { AdapterOptions } from "../node/engine/chain-runner.ts";
@@ -34,7 +38,7 @@ export function expressMiddleware(
   options: AdapterOptions = {},
 ): RequestHandler {
   checkAdapterOptions("expressMiddleware", options);
-  const run = chainRunner(chain, options);
+  const decide = chainDecider(chain, options);
   return (req: Request, res: Response, next: NextFunction): void => {
     // Express announces itself on every answer unless told not to: a fingerprint for
     // attackers, off here for denials and passed requests alike (a route may set it again).
@@ -42,37 +46,45 @@ export function expressMiddleware(
     const original = req.originalUrl ?? req.url;
     // Middleware before the chain may have rewritten req.url: the router routes that one.
     const routed = `${req.baseUrl ?? ""}${req.url}`;
-    run(
-      req,
-      res,
-      original,
-      [],
-      Boolean(req.app?.get("trust proxy")),
-      routed === original ? undefined : routed,
-    ).then(
-      (outcome) => {
-        if (!outcome.passed) {
-          writeResponse(res, outcome.response, req.method).catch(() => res.destroy());
-          return;
-        }
-        // Someone else answered while the chain ran (a timeout middleware, say): the
-        // response is theirs, and the route must not run. Never a throw here: it would
-        // escape to the process.
-        if (res.headersSent) return;
-        try {
-          applyHeaders(res, outcome.headers);
-        } catch (error) {
-          reportError(options.onError, error, outcome.request);
-          res.status(500).end();
-          return;
-        }
-        next();
-      },
-      // The runner catches everything; should it still fail, answer without going on.
-      () => {
-        if (res.headersSent) res.destroy();
-        else res.status(500).end();
-      },
-    );
+    const proceed = (outcome: ChainOutcome) => {
+      if (!outcome.passed) {
+        writeResponse(res, outcome.response, req.method).catch(() => res.destroy());
+        return;
+      }
+      // Someone else answered while the chain ran (a timeout middleware, say): the
+      // response is theirs, and the route must not run. Never a throw here: it would
+      // escape to the process.
+      if (res.headersSent) return;
+      try {
+        applyHeaders(res, outcome.headers);
+      } catch (error) {
+        reportError(options.onError, error, outcome.request);
+        res.status(500).end();
+        return;
+      }
+      next();
+    };
+    // The decider catches everything; should it still fail, answer without going on.
+    const failed = () => {
+      if (res.headersSent) res.destroy();
+      else res.status(500).end();
+    };
+    let outcome: ChainOutcome | Promise<ChainOutcome>;
+    try {
+      outcome = decide(
+        req,
+        res,
+        original,
+        [],
+        Boolean(req.app?.get("trust proxy")),
+        routed === original ? undefined : routed,
+      );
+    } catch {
+      failed();
+      return;
+    }
+    // Within the call when the chain answered within it: the route runs with no promise between.
+    if (outcome instanceof Promise) outcome.then(proceed, failed);
+    else proceed(outcome);
   };
 }

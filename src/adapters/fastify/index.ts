@@ -14,7 +14,7 @@ import fastifyPlugin from "fastify-plugin";
 import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
-import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import { type AdapterOptions, chainDecider } from "../node/engine/chain-runner.ts";
 import { eachField } from "../node/engine/response.ts";
 
 export type { AdapterOptions } from "../node/engine/chain-runner.ts";
@@ -61,9 +61,10 @@ export function fastifyHook(
   options: AdapterOptions = {},
 ): onRequestAsyncHookHandler {
   checkAdapterOptions("fastifyHook", options);
-  const run = chainRunner(chain, options);
+  const decide = chainDecider(chain, options);
   return async function portcullis(request: FastifyRequest, reply: FastifyReply) {
-    const outcome = await run(request.raw, reply.raw, request.raw.url ?? "", [request]);
+    const decided = decide(request.raw, reply.raw, request.raw.url ?? "", [request]);
+    const outcome = decided instanceof Promise ? await decided : decided;
     if (outcome.passed) {
       // Fastify's reply.header adds each Set-Cookie to those before it.
       eachField(outcome.headers, (name, value) => {

@@ -8,7 +8,7 @@ import type { Context, Middleware as KoaMiddleware, Next } from "koa";
 import type { Chain } from "../../chain/index.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions } from "../../core/options.ts";
-import { type AdapterOptions, chainRunner } from "../node/engine/chain-runner.ts";
+import { type AdapterOptions, chainDecider } from "../node/engine/chain-runner.ts";
 import { applyHeaders } from "../node/engine/response.ts";
 
 export type { AdapterOptions } from "../node/engine/chain-runner.ts";
@@ -33,9 +33,9 @@ export function koaMiddleware(
   options: AdapterOptions = {},
 ): KoaMiddleware {
   checkAdapterOptions("koaMiddleware", options);
-  const run = chainRunner(chain, options);
+  const decide = chainDecider(chain, options);
   return async (ctx: Context, next: Next) => {
-    const outcome = await run(
+    const decided = decide(
       ctx.req,
       ctx.res,
       ctx.originalUrl ?? ctx.req.url ?? "",
@@ -44,6 +44,7 @@ export function koaMiddleware(
       // Middleware before the chain may have rewritten the path: the router routes that one.
       ctx.url !== ctx.originalUrl ? ctx.url : undefined,
     );
+    const outcome = decided instanceof Promise ? await decided : decided;
     if (!outcome.passed) {
       respond(ctx, outcome.response);
       return;

@@ -112,6 +112,21 @@ describe("chainRunner", () => {
     }
   });
 
+  it("passes a leg that hands the request on without the runtime's argument; refuses one whose request lost its context", async () => {
+    const { req, res } = pair();
+    const dropsExtra: Middleware = (next) => async (request) => next(request);
+    const passed = await chainRunner(dropsExtra)(req, res, "/x", []);
+    expect(passed.passed).toBe(true);
+
+    const onError = vi.fn();
+    const other = pair();
+    const fresh: Middleware = (next) => async (request) => next(new Request(request.url));
+    const refused = await chainRunner(fresh, { onError })(other.req, other.res, "/x", []);
+    expect(refused.passed).toBe(false);
+    if (!refused.passed) expect(refused.response.status).toBe(500);
+    expect(onError).toHaveBeenCalledOnce();
+  });
+
   it("still answers 500 when the error reporter throws", async () => {
     const { req, res } = pair();
     const boom: Middleware = () => async () => {
