@@ -73,8 +73,9 @@ export function onAnswer<T>(
   then: (response: Response) => T | PromiseLike<T>,
   otherwise?: (error: unknown) => T | PromiseLike<T>,
 ): T | Promise<T> {
-  if (answer instanceof Promise) return answer.then(then, otherwise);
+  // The answer first: within a chain of direct legs it is one, and the check is the cheaper.
   if (isResponse(answer)) return then(answer) as T | Promise<T>;
+  if (answer instanceof Promise) return answer.then(then, otherwise);
   // A thenable of another kind, or not an answer at all: settled as a promise would be.
   return Promise.resolve(answer).then(then, otherwise);
 }
