@@ -6,9 +6,9 @@
  */
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import type { Chain } from "../../chain/index.ts";
-import { bindContext, contextFrom } from "../../core/context.ts";
+import { bindContext, bindValue, contextFrom, createContextKey } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
-import type { Middleware } from "../../core/handler.ts";
+import { composeLegs, type FetchHandler, type Middleware, promising } from "../../core/handler.ts";
 
 /**
  * Runs a Portcullis middleware (a guard, a scoped `authz.routes`, or a whole
@@ -28,17 +28,14 @@ export function honoMiddleware(
     );
   }
   const mw: Middleware = typeof middleware === "function" ? middleware : middleware.middleware;
+  // Composed once, not per request: the innermost handler finds the request's Hono context
+  // through the request's own context, bound before the chain runs.
+  const handler = promising(composeLegs([mw], innermost));
   return async (c: HonoContext, next) => {
-    let passed = false;
-    const handler = mw(async (request) => {
-      if (passed) throw new Error("portcullis: next was called twice");
-      passed = true;
-      bindContext(c, contextFrom(request));
-      await next();
-      return c.res;
-    });
+    const pass = new HonoPass(c, next);
+    bindValue(c.req.raw, HONO_PASS, pass);
     const response = await handler(c.req.raw, c.env, executionContext(c));
-    if (!passed) return response;
+    if (!pass.passed) return response;
     // Legs may have answered with a decorated copy of the downstream response. Assigning over
     // c.res would merge the old response's headers in, its Set-Cookie list replacing the
     // copy's; the chain's answer is complete as it is, so clear c.res first.
@@ -49,6 +46,29 @@ export function honoMiddleware(
     return undefined;
   };
 }
+
+/** One request's way on into Hono, and whether the chain took it. */
+class HonoPass {
+  passed = false;
+  constructor(
+    readonly c: HonoContext,
+    readonly next: () => Promise<void>,
+  ) {}
+}
+
+const HONO_PASS = createContextKey<HonoPass>("portcullis.honoPass");
+
+/** Goes on into Hono, once, with the context the legs built bound to `c`. */
+const innermost: FetchHandler = async (request) => {
+  const pass = contextFrom(request).get(HONO_PASS);
+  if (pass === undefined)
+    throw new Error("portcullis: a leg handed on a request that lost its context");
+  if (pass.passed) throw new Error("portcullis: next was called twice");
+  pass.passed = true;
+  bindContext(pass.c, contextFrom(request));
+  await pass.next();
+  return pass.c.res;
+};
 
 // Whether the runtime lets an error skip capturing its stack (V8, JavaScriptCore).
 const STACK_LIMIT_WRITABLE =
