@@ -10,7 +10,7 @@ import {
 } from "../../../core/context.ts";
 import { composeLegs, type FetchHandler, type Middleware } from "../../../core/handler.ts";
 import { checkAdapterOptions } from "../../../core/options.ts";
-import { outboxOf, whenQueued } from "../../../core/outbox.ts";
+import { outboxOf, type ResponseOutbox, whenQueued } from "../../../core/outbox.ts";
 import {
   isPassThrough,
   isResponse,
@@ -171,8 +171,8 @@ export function chainDecider(
     }
     // Made before the chain runs, so a leg that queues a header once the route runs
     // (`session.save()`) finds this one rather than binding a new one nobody drains.
-    outboxOf(request);
-    const exchange = new Exchange(message, res, request, tap, bindTo, onError);
+    const outbox = outboxOf(request);
+    const exchange = new Exchange(message, res, request, outbox, tap, bindTo, onError);
     bindValue(request, EXCHANGE, exchange);
 
     let answer: Response | Promise<Response>;
@@ -215,6 +215,7 @@ class Exchange {
     readonly incoming: IncomingMessage,
     readonly outgoing: ServerResponse,
     readonly request: Request,
+    readonly outbox: ResponseOutbox,
     readonly tap: BodyTap | undefined,
     readonly bindTo: readonly object[],
     readonly onError: AdapterOptions["onError"],
@@ -226,8 +227,7 @@ class Exchange {
   }
 
   conclude(response: Response): ChainOutcome {
-    const { incoming: message, outgoing: res, request, tap, passedWith } = this;
-    const outbox = outboxOf(request);
+    const { incoming: message, outgoing: res, outbox, tap, passedWith } = this;
     if (passedWith !== undefined && isPassThrough(response)) {
       try {
         tap?.restore();
