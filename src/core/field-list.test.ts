@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { CheckedFields } from "./checked-fields.ts";
 import { FieldList } from "./field-list.ts";
@@ -223,5 +224,22 @@ describe("FieldList.parsed", () => {
     expect(() => list.get("bad late")).toThrow(TypeError);
     list.set("X-Late-Name", "v");
     expect(list.get("x-late-name")).toBe("v");
+  });
+});
+
+describe("FieldList as a Headers", () => {
+  it("is one to instanceof, toString, printing and the runtime's own constructors", () => {
+    const list = new FieldList([
+      ["X-A", "1"],
+      ["set-cookie", "a=1"],
+    ]);
+    expect(list instanceof Headers).toBe(true);
+    expect(Object.prototype.toString.call(list)).toBe("[object Headers]");
+    expect(inspect(list)).toContain("x-a");
+    const copy = new Headers(list);
+    expect(copy.get("x-a")).toBe("1");
+    expect(copy.getSetCookie()).toEqual(["a=1"]);
+    expect(new Response("x", { headers: list }).headers.get("x-a")).toBe("1");
+    expect(new Request("http://h/", { headers: list }).headers.get("x-a")).toBe("1");
   });
 });

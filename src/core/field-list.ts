@@ -7,7 +7,14 @@ import type { CheckedFields } from "./checked-fields.ts";
  * `Headers` does for every method (names lower-cased, values trimmed and
  * checked, `set-cookie` kept apart, iteration sorted by name).
  */
-export class FieldList extends Headers {
+// The interface gives the class the type of Headers, whose prototype it has (below).
+export interface FieldList extends Headers {}
+
+// Not a subclass: `super()` would build the runtime's own (unused) header list for every
+// instance, two per request. `instanceof Headers` holds through the prototype set below, and
+// every method of Headers is answered here, so nothing reaches the runtime's internal slots.
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: see above.
+export class FieldList {
   readonly #fields = new Map<string, string>();
   readonly #cookies: string[] = [];
   // A parser's record read through until the list changes or is listed: most requests
@@ -21,11 +28,10 @@ export class FieldList extends Headers {
   #blocks: CheckedFields[] | undefined;
 
   constructor(init?: Iterable<readonly [string, string]>) {
-    super();
     if (init !== undefined) for (const [name, value] of init) this.append(name, value);
   }
 
-  override append(name: string, value: string): void {
+  append(name: string, value: string): void {
     if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     if (this.#blocks !== undefined && this.#fromBlocks(key) !== undefined) this.#settleBlocks();
@@ -39,7 +45,7 @@ export class FieldList extends Headers {
     this.#fields.set(key, existing === undefined ? normalized : existing + joiner + normalized);
   }
 
-  override set(name: string, value: string): void {
+  set(name: string, value: string): void {
     if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     const normalized = fieldValue(value);
@@ -51,21 +57,21 @@ export class FieldList extends Headers {
     this.#fields.set(key, normalized);
   }
 
-  override get(name: string): string | null {
+  get(name: string): string | null {
     const key = fieldName(name);
     if (this.#source !== undefined) return key === "set-cookie" ? null : this.#readThrough(key);
     if (key === "set-cookie") return this.#cookies.length === 0 ? null : this.#cookies.join(", ");
     return this.#fields.get(key) ?? this.#fromBlocks(key) ?? null;
   }
 
-  override has(name: string): boolean {
+  has(name: string): boolean {
     const key = fieldName(name);
     if (this.#source !== undefined) return key !== "set-cookie" && this.#readThrough(key) !== null;
     if (key === "set-cookie") return this.#cookies.length > 0;
     return this.#fields.has(key) || this.#fromBlocks(key) !== undefined;
   }
 
-  override delete(name: string): void {
+  delete(name: string): void {
     if (this.#source !== undefined) this.#takeAll();
     const key = fieldName(name);
     if (this.#blocks !== undefined && this.#fromBlocks(key) !== undefined) this.#settleBlocks();
@@ -73,12 +79,12 @@ export class FieldList extends Headers {
     else this.#fields.delete(key);
   }
 
-  override getSetCookie(): string[] {
+  getSetCookie(): string[] {
     if (this.#source !== undefined) this.#takeAll();
     return [...this.#cookies];
   }
 
-  override *entries(): HeadersIterator<[string, string]> {
+  *entries(): HeadersIterator<[string, string]> {
     if (this.#source !== undefined) this.#takeAll();
     this.#settleBlocks();
     const names = [...this.#fields.keys()];
@@ -90,22 +96,22 @@ export class FieldList extends Headers {
     }
   }
 
-  override *keys(): HeadersIterator<string> {
+  *keys(): HeadersIterator<string> {
     for (const [name] of this.entries()) yield name;
   }
 
-  override *values(): HeadersIterator<string> {
+  *values(): HeadersIterator<string> {
     for (const [, value] of this.entries()) yield value;
   }
 
-  override forEach(
+  forEach(
     callback: (value: string, name: string, parent: Headers) => void,
     thisArg?: unknown,
   ): void {
     for (const [name, value] of this.entries()) callback.call(thisArg, value, name, this);
   }
 
-  override [Symbol.iterator](): HeadersIterator<[string, string]> {
+  [Symbol.iterator](): HeadersIterator<[string, string]> {
     return this.entries();
   }
 
@@ -232,6 +238,20 @@ function shadowed(blocks: readonly CheckedFields[], index: number, name: string)
   for (let b = 0; b < index; b++) if ((blocks[b] as CheckedFields).byName.has(name)) return true;
   return false;
 }
+
+Object.setPrototypeOf(FieldList.prototype, Headers.prototype);
+// Node prints a Headers through its internal list; a list of ours prints its own fields.
+Object.defineProperty(FieldList.prototype, Symbol.for("nodejs.util.inspect.custom"), {
+  value(this: FieldList) {
+    return Object.fromEntries(this.entries());
+  },
+  configurable: true,
+  writable: true,
+});
+Object.defineProperty(FieldList.prototype, Symbol.toStringTag, {
+  value: "Headers",
+  configurable: true,
+});
 
 // Cookie lines are joined with "; " by runtimes that follow the current Fetch standard.
 const COOKIE_JOINER = ((): string => {
