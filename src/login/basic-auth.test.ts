@@ -134,6 +134,8 @@ describe("basicAuth: malformed Authorization headers", () => {
     ["an empty user name", `Basic ${base64(":wonderland")}`],
     ["a control character in the user name", `Basic ${base64("ali\u0001ce:wonderland")}`],
     ["a control character in the password", `Basic ${base64("alice:wonder\nland")}`],
+    ["DEL in the password", `Basic ${base64("alice:wonder\u007fland")}`],
+    ["a control character beside UTF-8", `Basic ${base64("jöran:päss\twörd")}`],
     ["base64 of a bad length", "Basic YWxpY2U6d29uZGVybGFuZ"],
     ["padding in the middle", "Basic YQ==YQ=="],
     ["two tokens", `Basic ${base64("alice:wonderland")} ${base64("alice:wonderland")}`],
@@ -327,6 +329,21 @@ describe("basicAuth: failure throttle", () => {
     expect((await call(basic("victim-4", "x"), from)).status).toBe(429);
     expect((await call(basic("alice", "wonderland"), from)).status).toBe(429);
     expect((await call(basic("alice", "wonderland"), { "x-test-client": "c2" })).status).toBe(200);
+  });
+
+  it("does not count an attempt the client's budget refused against the username", async () => {
+    const { call, verify } = setup({
+      credentials: {
+        throttle: { maxFailuresPerUser: 2, maxFailuresPerClient: 1 },
+        clientKey: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
+    });
+    expect((await call(basic("alice", "guess-1"), { "x-test-client": "c1" })).status).toBe(401);
+    // c1's budget is spent: refused unchecked, so alice keeps her second attempt.
+    expect((await call(basic("alice", "guess-2"), { "x-test-client": "c1" })).status).toBe(429);
+    expect((await call(basic("alice", "guess-3"), { "x-test-client": "c2" })).status).toBe(401);
+    expect((await call(basic("alice", "wonderland"), { "x-test-client": "c3" })).status).toBe(429);
+    expect(verify).toHaveBeenCalledTimes(2);
   });
 
   it("answers 503 within the store timeout when the attempt store fails or never answers, without checking", async () => {

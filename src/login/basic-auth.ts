@@ -60,6 +60,7 @@ export interface BasicAuthOptions {
 const MAX_HEADER_LENGTH = 4096;
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
  * HTTP Basic authentication (RFC 7617) against `credentials`. A malformed
@@ -119,17 +120,20 @@ export function parseBasic(header: string): { username: string; password: string
   let decoded: string;
   try {
     const binary = atob(token);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    decoded = utf8.decode(bytes);
+    if (PRINTABLE_ASCII.test(binary)) {
+      // Its own UTF-8 decoding, with no control character: nothing to decode or check.
+      decoded = binary;
+    } else {
+      const bytes = new Uint8Array(binary.length);
+      for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+      decoded = utf8.decode(bytes);
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 7617 forbids control characters in both parts.
+      if (/[\u0000-\u001f\u007f]/.test(decoded)) return undefined;
+    }
   } catch {
     return undefined;
   }
   const colon = decoded.indexOf(":");
   if (colon <= 0) return undefined;
-  const username = decoded.slice(0, colon);
-  const password = decoded.slice(colon + 1);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 7617 forbids control characters in both parts.
-  if (/[\u0000-\u001f\u007f]/.test(decoded)) return undefined;
-  return { username, password };
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }

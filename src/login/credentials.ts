@@ -1,12 +1,16 @@
 import { addressNetwork, clientAddress } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
-import { sha256Base64url as digest } from "../core/digest.ts";
+import { sha256Base64url, sha256Base64urlNow } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import {
   type AttemptReservation,
+  consumeAttemptNow,
+  isPlainMemoryStore,
   type LoginAttemptStore,
   MemoryLoginAttemptStore,
+  releaseAttemptNow,
+  resetAttemptsNow,
 } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
@@ -172,6 +176,8 @@ export class PasswordCredentials {
   readonly #clientKey: (request: Request) => string | undefined;
   readonly #now: () => number;
   #dummyHash: Promise<string> | undefined;
+  // The dummy hash once made, so an unknown user's check waits no longer than a known one's.
+  #madeDummyHash: string | undefined;
   // Checks running now, by a digest of (client, username, password): the same
   // credentials sent again meanwhile share the check instead of spending budget.
   readonly #running = new Map<string, Promise<PasswordCheck>>();
@@ -232,14 +238,17 @@ export class PasswordCredentials {
     )
       return REJECTED;
     const client = this.#throttle === undefined ? undefined : this.#clientKey(request);
-    const flight = await digest(JSON.stringify([client ?? null, username, password]));
+    const key = JSON.stringify([client ?? null, username, password]);
+    const flight = sha256Base64urlNow(key) ?? (await sha256Base64url(key));
     const running = this.#running.get(flight);
-    if (running !== undefined) return running;
-    const check = this.#checkOnce(username, password, client).finally(() =>
-      this.#running.delete(flight),
-    );
+    if (running !== undefined) return await running;
+    const check = this.#checkOnce(username, password, client);
     this.#running.set(flight, check);
-    return check;
+    try {
+      return await check;
+    } finally {
+      this.#running.delete(flight);
+    }
   }
 
   async #checkOnce(
@@ -251,6 +260,39 @@ export class PasswordCredentials {
     if (throttle === undefined) return this.#verify(username, password);
     const at = this.#now();
     const userKey = `user:${username.normalize("NFKC").toLowerCase()}`;
+    const { store } = throttle;
+    if (isPlainMemoryStore(store)) {
+      // The same steps on the built-in memory store, which answers within the call and
+      // cannot fail: no promise, deadline or error report for each of them.
+      const user = consumeAttemptNow(
+        store,
+        userKey,
+        throttle.maxFailuresPerUser,
+        throttle.windowMs,
+        at,
+      );
+      if (!user.allowed) return throttled(user.resetAt, at);
+      const clientKey = client === undefined ? undefined : `client:${client}`;
+      if (clientKey !== undefined) {
+        const fromClient = consumeAttemptNow(
+          store,
+          clientKey,
+          throttle.maxFailuresPerClient,
+          throttle.windowMs,
+          at,
+        );
+        if (!fromClient.allowed) {
+          releaseAttemptNow(store, userKey, this.#now());
+          return throttled(fromClient.resetAt, at);
+        }
+      }
+      const result = await this.#verify(username, password);
+      if (result.outcome === "authenticated") {
+        resetAttemptsNow(store, userKey);
+        if (clientKey !== undefined) releaseAttemptNow(store, clientKey, this.#now());
+      }
+      return result;
+    }
     const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
     if (!reserved.allowed) return reserved.check;
     if (client !== undefined) {
@@ -300,8 +342,7 @@ export class PasswordCredentials {
       return { allowed: false, check: UNAVAILABLE };
     }
     if (reservation.allowed) return { allowed: true };
-    const retryAfterSeconds = Math.max(1, Math.ceil((reservation.resetAt - at) / 1000));
-    return { allowed: false, check: { outcome: "throttled", retryAfterSeconds } };
+    return { allowed: false, check: throttled(reservation.resetAt, at) };
   }
 
   // Giving an attempt back only loosens the throttle: when it fails the attempt
@@ -315,8 +356,16 @@ export class PasswordCredentials {
   }
 
   async #verify(username: string, password: string): Promise<PasswordCheck> {
-    const user = await this.#findUser(username);
-    const hash = user === undefined ? await this.#unknownUserHash() : user.passwordHash;
+    const found = this.#findUser(username);
+    // Awaited only when it is a promise: each await is a turn of the microtask queue.
+    const user =
+      typeof (found as PromiseLike<unknown> | undefined)?.then === "function"
+        ? await found
+        : (found as LoginUser | undefined);
+    const hash =
+      user === undefined
+        ? (this.#madeDummyHash ?? (await this.#unknownUserHash()))
+        : user.passwordHash;
     const ok = await this.#encoder.verify(password, hash);
     if (ok !== true || user === undefined) return REJECTED;
     if (this.#onPasswordUpgrade !== undefined && this.#encoder.needsRehash(user.passwordHash)) {
@@ -328,10 +377,16 @@ export class PasswordCredentials {
   // Made once, with the configured encoder, so an unknown user costs a real
   // check of the same algorithm and parameters as a known user's wrong password.
   #unknownUserHash(): Promise<string> {
-    this.#dummyHash ??= this.#encoder.hash(randomToken(24)).catch((error: unknown) => {
-      this.#dummyHash = undefined;
-      throw error;
-    });
+    this.#dummyHash ??= this.#encoder.hash(randomToken(24)).then(
+      (hash) => {
+        this.#madeDummyHash = hash;
+        return hash;
+      },
+      (error: unknown) => {
+        this.#dummyHash = undefined;
+        throw error;
+      },
+    );
     return this.#dummyHash;
   }
 }
@@ -363,22 +418,16 @@ export function refusedResponse(check: PasswordCheck): Response {
   return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
 }
 
-const MEMORY_STORE = MemoryLoginAttemptStore.prototype;
+/** The answer to an attempt refused until `resetAt`, seen at `at`. */
+function throttled(resetAt: number, at: number): PasswordCheck {
+  return { outcome: "throttled", retryAfterSeconds: Math.max(1, Math.ceil((resetAt - at) / 1000)) };
+}
 
 /**
- * A store call bounded by the throttle's deadline. The built-in memory store answers within
- * the call: a timer for each of its calls (four for every Basic request) would cost more
- * than the call itself. A replaced method (a test's spy, a wrapper) is timed as any store's.
+ * A store call bounded by the throttle's deadline. (The built-in memory store is not called
+ * through here: `#checkOnce` calls it within the call.)
  */
 function bounded<T>(throttle: Throttle, call: Promise<T>): Promise<T> {
-  const { store } = throttle;
-  if (
-    Object.getPrototypeOf(store) === MEMORY_STORE &&
-    store.consume === MEMORY_STORE.consume &&
-    store.reset === MEMORY_STORE.reset &&
-    store.release === MEMORY_STORE.release
-  )
-    return call;
   return withDeadline(call, throttle.storeTimeoutMs, "the login-attempt store");
 }
 
