@@ -393,6 +393,47 @@ describe("basicAuth: failure throttle", () => {
     expect(statuses).toEqual(Array(10).fill(200));
     expect(verify.mock.calls.length).toBeLessThanOrEqual(2);
   });
+
+  it("shares a running check only with the same password, username and client", async () => {
+    const plain = plainTextEncoder();
+    const verify = vi.fn(async (password: string, encoded: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return plain.verify(password, encoded);
+    });
+    const { call } = setup({
+      credentials: {
+        passwordEncoder: { ...plain, verify },
+        throttle: { maxFailuresPerUser: 100 },
+        clientKey: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
+    });
+    const c1 = { "x-test-client": "c1" };
+    // Whichever runs first, alone or beside others, a wrong password never gets a right one's answer.
+    for (const order of [
+      ["wonderland", "wonderlanD", "wonderland", "x"],
+      ["wonderlanD", "wonderland", "x", "wonderland"],
+    ]) {
+      verify.mockClear();
+      const statuses = await Promise.all(
+        order.map(async (password) => (await call(basic("alice", password), c1)).status),
+      );
+      expect(statuses).toEqual(order.map((password) => (password === "wonderland" ? 200 : 401)));
+      expect(verify).toHaveBeenCalledTimes(3);
+    }
+    // Another client's request is checked on its own, as is another user's.
+    verify.mockClear();
+    const statuses = await Promise.all([
+      call(basic("alice", "wonderland"), c1),
+      call(basic("alice", "wonderland"), { "x-test-client": "c2" }),
+      call(basic("jöran", "pässwörd"), c1),
+      call(basic("alice", "wonderland"), c1),
+    ]);
+    expect(statuses.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(verify).toHaveBeenCalledTimes(3);
+    // Nothing is left running: the next request is checked afresh.
+    expect((await call(basic("alice", "wonderlanD"), c1)).status).toBe(401);
+    expect(verify).toHaveBeenCalledTimes(4);
+  });
 });
 
 /** Rejects when `promise` has not settled within `ms`: a hang fails the test instead of stalling it. */

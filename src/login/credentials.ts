@@ -180,7 +180,11 @@ export class PasswordCredentials {
   #madeDummyHash: string | undefined;
   // Checks running now, by a digest of (client, username, password): the same
   // credentials sent again meanwhile share the check instead of spending budget.
-  readonly #running = new Map<string, Promise<PasswordCheck>>();
+  // Where the runtime hashes within the call, a check that runs alone is not
+  // hashed until another arrives while it runs: what a request costs then
+  // depends only on whether some check is running, never on whose or with what.
+  readonly #running = new Map<string, Flight>();
+  #alone: Flight | undefined;
 
   /** @internal made by `passwordCredentials()` */
   constructor(options: PasswordCredentialsOptions) {
@@ -238,16 +242,39 @@ export class PasswordCredentials {
     )
       return REJECTED;
     const client = this.#throttle === undefined ? undefined : this.#clientKey(request);
-    const key = JSON.stringify([client ?? null, username, password]);
-    const flight = sha256Base64urlNow(key) ?? (await sha256Base64url(key));
-    const running = this.#running.get(flight);
-    if (running !== undefined) return await running;
-    const check = this.#checkOnce(username, password, client);
-    this.#running.set(flight, check);
+    // Lengths first, so no two (client, username, password) make one key.
+    const key =
+      client === undefined
+        ? `-${username.length}:${username}${password}`
+        : `+${client.length}:${client}${username.length}:${username}${password}`;
+    let flight: Flight;
+    if (!HASHES_NOW) {
+      const digest = await sha256Base64url(key);
+      const running = this.#running.get(digest);
+      if (running !== undefined) return await running.check;
+      flight = { key, digest, check: this.#checkOnce(username, password, client) };
+      this.#running.set(digest, flight);
+    } else if (this.#alone === undefined && this.#running.size === 0) {
+      flight = { key, digest: undefined, check: this.#checkOnce(username, password, client) };
+      this.#alone = flight;
+    } else {
+      const alone = this.#alone;
+      if (alone !== undefined) {
+        alone.digest = sha256Base64urlNow(alone.key) as string;
+        this.#running.set(alone.digest, alone);
+        this.#alone = undefined;
+      }
+      const digest = sha256Base64urlNow(key) as string;
+      const running = this.#running.get(digest);
+      if (running !== undefined) return await running.check;
+      flight = { key, digest, check: this.#checkOnce(username, password, client) };
+      this.#running.set(digest, flight);
+    }
     try {
-      return await check;
+      return await flight.check;
     } finally {
-      this.#running.delete(flight);
+      if (this.#alone === flight) this.#alone = undefined;
+      else if (flight.digest !== undefined) this.#running.delete(flight.digest);
     }
   }
 
@@ -417,6 +444,18 @@ export function refusedResponse(check: PasswordCheck): Response {
   }
   return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
 }
+
+/** A password check running, and the credentials it checks. */
+interface Flight {
+  /** (client, username, password), unambiguous. */
+  readonly key: string;
+  /** The key's SHA-256, once taken: the check's entry in `#running`. */
+  digest: string | undefined;
+  readonly check: Promise<PasswordCheck>;
+}
+
+/** Whether the runtime hashes within the call (see `#alone`). */
+const HASHES_NOW = sha256Base64urlNow("") !== undefined;
 
 /** The answer to an attempt refused until `resetAt`, seen at `at`. */
 function throttled(resetAt: number, at: number): PasswordCheck {
