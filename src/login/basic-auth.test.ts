@@ -331,6 +331,15 @@ describe("basicAuth: failure throttle", () => {
     expect((await call(basic("alice", "wonderland"), { "x-test-client": "c2" })).status).toBe(200);
   });
 
+  it("counts a username's compatibility spellings against its budget (NFKC, then lower case)", async () => {
+    const { call } = setup({ credentials: { throttle: { maxFailuresPerUser: 3 } } });
+    expect((await call(basic("alice", "guess-1"))).status).toBe(401);
+    expect((await call(basic("ＡＬＩＣＥ", "guess-2"))).status).toBe(401);
+    expect((await call(basic("Alice", "guess-3"))).status).toBe(401);
+    expect((await call(basic("ａｌｉｃｅ", "wonderland"))).status).toBe(429);
+    expect((await call(basic("alice", "wonderland"))).status).toBe(429);
+  });
+
   it("does not count an attempt the client's budget refused against the username", async () => {
     const { call, verify } = setup({
       credentials: {

@@ -286,7 +286,7 @@ export class PasswordCredentials {
     const throttle = this.#throttle;
     if (throttle === undefined) return this.#verify(username, password);
     const at = this.#now();
-    const userKey = `user:${username.normalize("NFKC").toLowerCase()}`;
+    const userKey = `user:${(isAscii(username) ? username : username.normalize("NFKC")).toLowerCase()}`;
     const { store } = throttle;
     if (isPlainMemoryStore(store)) {
       // The same steps on the built-in memory store, which answers within the call and
@@ -456,6 +456,12 @@ interface Flight {
 
 /** Whether the runtime hashes within the call (see `#alone`). */
 const HASHES_NOW = sha256Base64urlNow("") !== undefined;
+
+/** Whether `text` is all ASCII, which NFKC leaves as it is. */
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 
 /** The answer to an attempt refused until `resetAt`, seen at `at`. */
 function throttled(resetAt: number, at: number): PasswordCheck {
