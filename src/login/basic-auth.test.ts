@@ -403,6 +403,21 @@ describe("basicAuth: failure throttle", () => {
     expect(verify.mock.calls.length).toBeLessThanOrEqual(2);
   });
 
+  it("answers a failing clientKey with a rejected check, never a throw", async () => {
+    const { credentials } = setup({
+      credentials: {
+        clientKey: () => {
+          throw new Error("no client");
+        },
+      },
+    });
+    let check: Promise<unknown> | undefined;
+    expect(() => {
+      check = credentials.check(new Request("http://h/"), "alice", "wonderland");
+    }).not.toThrow();
+    await expect(check).rejects.toThrow("no client");
+  });
+
   it("shares a running check only with the same password, username and client", async () => {
     const plain = plainTextEncoder();
     const verify = vi.fn(async (password: string, encoded: string) => {

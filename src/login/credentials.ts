@@ -231,7 +231,18 @@ export class PasswordCredentials {
    * client's failures stay. Never throws for the store; `findUser`,
    * `onPasswordUpgrade` and the encoder may.
    */
-  async check(request: Request, username: string, password: string): Promise<PasswordCheck> {
+  check(request: Request, username: string, password: string): Promise<PasswordCheck> {
+    try {
+      return this.#share(request, username, password);
+    } catch (error) {
+      // Never a throw (a failing clientKey): the caller gets a rejection, as from any check.
+      return Promise.reject(error);
+    }
+  }
+
+  // The check of these credentials already running, or a new one. Not async: a
+  // request that starts or joins a check adds no promise of its own.
+  #share(request: Request, username: string, password: string): Promise<PasswordCheck> {
     if (
       typeof username !== "string" ||
       typeof password !== "string" ||
@@ -240,22 +251,17 @@ export class PasswordCredentials {
       username.length > MAX_USERNAME_LENGTH ||
       password.length > MAX_PASSWORD_LENGTH
     )
-      return REJECTED;
+      return Promise.resolve(REJECTED);
     const client = this.#throttle === undefined ? undefined : this.#clientKey(request);
     // Lengths first, so no two (client, username, password) make one key.
     const key =
       client === undefined
         ? `-${username.length}:${username}${password}`
         : `+${client.length}:${client}${username.length}:${username}${password}`;
+    if (!HASHES_NOW) return this.#shareHashed(key, username, password, client);
     let flight: Flight;
-    if (!HASHES_NOW) {
-      const digest = await sha256Base64url(key);
-      const running = this.#running.get(digest);
-      if (running !== undefined) return await running.check;
-      flight = { key, digest, check: this.#checkOnce(username, password, client) };
-      this.#running.set(digest, flight);
-    } else if (this.#alone === undefined && this.#running.size === 0) {
-      flight = { key, digest: undefined, check: this.#checkOnce(username, password, client) };
+    if (this.#alone === undefined && this.#running.size === 0) {
+      flight = { key, digest: undefined, check: undefined };
       this.#alone = flight;
     } else {
       const alone = this.#alone;
@@ -266,88 +272,109 @@ export class PasswordCredentials {
       }
       const digest = sha256Base64urlNow(key) as string;
       const running = this.#running.get(digest);
-      if (running !== undefined) return await running.check;
-      flight = { key, digest, check: this.#checkOnce(username, password, client) };
+      if (running?.check !== undefined) return running.check;
+      flight = { key, digest, check: undefined };
       this.#running.set(digest, flight);
     }
-    try {
-      return await flight.check;
-    } finally {
-      if (this.#alone === flight) this.#alone = undefined;
-      else if (flight.digest !== undefined) this.#running.delete(flight.digest);
-    }
+    // Registered first: a check that ends within the call still finds its entry to remove.
+    flight.check = this.#checkOnce(flight, username, password, client);
+    return flight.check;
   }
 
-  async #checkOnce(
+  // `#share` where the runtime only hashes asynchronously: every check is hashed.
+  async #shareHashed(
+    key: string,
     username: string,
     password: string,
     client: string | undefined,
   ): Promise<PasswordCheck> {
-    const throttle = this.#throttle;
-    if (throttle === undefined) return this.#verify(username, password);
-    const at = this.#now();
-    const userKey = `user:${(isAscii(username) ? username : username.normalize("NFKC")).toLowerCase()}`;
-    const { store } = throttle;
-    if (isPlainMemoryStore(store)) {
-      // The same steps on the built-in memory store, which answers within the call and
-      // cannot fail: no promise, deadline or error report for each of them.
-      const user = consumeAttemptNow(
-        store,
-        userKey,
-        throttle.maxFailuresPerUser,
-        throttle.windowMs,
-        at,
-      );
-      if (!user.allowed) return throttled(user.resetAt, at);
-      const clientKey = client === undefined ? undefined : `client:${client}`;
-      if (clientKey !== undefined) {
-        const fromClient = consumeAttemptNow(
+    const digest = await sha256Base64url(key);
+    const running = this.#running.get(digest);
+    if (running?.check !== undefined) return await running.check;
+    const flight: Flight = { key, digest, check: undefined };
+    this.#running.set(digest, flight);
+    flight.check = this.#checkOnce(flight, username, password, client);
+    return await flight.check;
+  }
+
+  // Checks `flight`'s credentials, then removes it from the running checks.
+  async #checkOnce(
+    flight: Flight,
+    username: string,
+    password: string,
+    client: string | undefined,
+  ): Promise<PasswordCheck> {
+    try {
+      const throttle = this.#throttle;
+      if (throttle === undefined) return await this.#verify(username, password);
+      const at = this.#now();
+      const userKey = `user:${(isAscii(username) ? username : username.normalize("NFKC")).toLowerCase()}`;
+      const { store } = throttle;
+      if (isPlainMemoryStore(store)) {
+        // The same steps on the built-in memory store, which answers within the call and
+        // cannot fail: no promise, deadline or error report for each of them.
+        const user = consumeAttemptNow(
           store,
-          clientKey,
-          throttle.maxFailuresPerClient,
+          userKey,
+          throttle.maxFailuresPerUser,
           throttle.windowMs,
           at,
         );
-        if (!fromClient.allowed) {
-          releaseAttemptNow(store, userKey, this.#now());
-          return throttled(fromClient.resetAt, at);
+        if (!user.allowed) return throttled(user.resetAt, at);
+        const clientKey = client === undefined ? undefined : `client:${client}`;
+        if (clientKey !== undefined) {
+          const fromClient = consumeAttemptNow(
+            store,
+            clientKey,
+            throttle.maxFailuresPerClient,
+            throttle.windowMs,
+            at,
+          );
+          if (!fromClient.allowed) {
+            releaseAttemptNow(store, userKey, this.#now());
+            return throttled(fromClient.resetAt, at);
+          }
         }
+        const result = await this.#verify(username, password);
+        if (result.outcome === "authenticated") {
+          resetAttemptsNow(store, userKey);
+          if (clientKey !== undefined) releaseAttemptNow(store, clientKey, this.#now());
+        }
+        return result;
+      }
+      const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
+      if (!reserved.allowed) return reserved.check;
+      if (client !== undefined) {
+        const clientKey = `client:${client}`;
+        const fromClient = await this.#consume(
+          throttle,
+          clientKey,
+          throttle.maxFailuresPerClient,
+          at,
+        );
+        if (!fromClient.allowed) {
+          // Not checked, so not the username's failure either.
+          await this.#settle(throttle, () => throttle.store.release(userKey, this.#now()));
+          return fromClient.check;
+        }
+        const result = await this.#verify(username, password);
+        if (result.outcome === "authenticated") {
+          await Promise.all([
+            this.#settle(throttle, () => throttle.store.reset(userKey)),
+            this.#settle(throttle, () => throttle.store.release(clientKey, this.#now())),
+          ]);
+        }
+        return result;
       }
       const result = await this.#verify(username, password);
-      if (result.outcome === "authenticated") {
-        resetAttemptsNow(store, userKey);
-        if (clientKey !== undefined) releaseAttemptNow(store, clientKey, this.#now());
-      }
+      if (result.outcome === "authenticated")
+        await this.#settle(throttle, () => throttle.store.reset(userKey));
       return result;
+    } finally {
+      if (this.#alone === flight) this.#alone = undefined;
+      else if (flight.digest !== undefined && this.#running.get(flight.digest) === flight)
+        this.#running.delete(flight.digest);
     }
-    const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
-    if (!reserved.allowed) return reserved.check;
-    if (client !== undefined) {
-      const clientKey = `client:${client}`;
-      const fromClient = await this.#consume(
-        throttle,
-        clientKey,
-        throttle.maxFailuresPerClient,
-        at,
-      );
-      if (!fromClient.allowed) {
-        // Not checked, so not the username's failure either.
-        await this.#settle(throttle, () => throttle.store.release(userKey, this.#now()));
-        return fromClient.check;
-      }
-      const result = await this.#verify(username, password);
-      if (result.outcome === "authenticated") {
-        await Promise.all([
-          this.#settle(throttle, () => throttle.store.reset(userKey)),
-          this.#settle(throttle, () => throttle.store.release(clientKey, this.#now())),
-        ]);
-      }
-      return result;
-    }
-    const result = await this.#verify(username, password);
-    if (result.outcome === "authenticated")
-      await this.#settle(throttle, () => throttle.store.reset(userKey));
-    return result;
   }
 
   async #consume(
@@ -451,7 +478,8 @@ interface Flight {
   readonly key: string;
   /** The key's SHA-256, once taken: the check's entry in `#running`. */
   digest: string | undefined;
-  readonly check: Promise<PasswordCheck>;
+  /** Set as soon as the check starts. */
+  check: Promise<PasswordCheck> | undefined;
 }
 
 /** Whether the runtime hashes within the call (see `#alone`). */
