@@ -132,7 +132,8 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
       return { allowed: true, resetAt: entry.resetAt };
     }
     const fresh = { count: 1, resetAt: now + windowMs };
-    this.#entries.delete(key);
+    // An expired counter starts again as the newest.
+    if (entry !== undefined) this.#entries.delete(key);
     this.#entries.set(key, fresh);
     while (this.#entries.size > this.#max) this.#evict(now, key);
     return { allowed: true, resetAt: fresh.resetAt };

@@ -138,6 +138,15 @@ describe("basicAuth: malformed Authorization headers", () => {
     ["a control character beside UTF-8", `Basic ${base64("jöran:päss\twörd")}`],
     ["base64 of a bad length", "Basic YWxpY2U6d29uZGVybGFuZ"],
     ["padding in the middle", "Basic YQ==YQ=="],
+    ["padding alone", "Basic =="],
+    // atob would skip the space and decode the right credentials.
+    ["a space inside the token", "Basic YWxpY2U6 d29uZGVybGFuZA=="],
+    ["three padding characters", `Basic ${base64("alice:wonderland")}=`],
+    [
+      "base64url letters",
+      `Basic ${base64("alice:wonderland?>").replace(/\+/g, "-").replace(/\//g, "_")}`,
+    ],
+    ["a character beyond ASCII", `Basic ${base64("alice:wonderland")}é`],
     ["two tokens", `Basic ${base64("alice:wonderland")} ${base64("alice:wonderland")}`],
     ["a 10 kB garbage header", `Basic ${"A".repeat(10_000)}`],
   ];

@@ -2,7 +2,7 @@ import {
   AUTHORIZATION_VERIFIED,
   bindAuthentication,
   createAuthentication,
-  endpointAuthenticates,
+  ENDPOINT_AUTHENTICATES,
 } from "../core/authentication.ts";
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
@@ -58,9 +58,9 @@ export interface BasicAuthOptions {
 
 /** Longest `Authorization` value read; RFC 7617 credentials are short. */
 const MAX_HEADER_LENGTH = 4096;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * HTTP Basic authentication (RFC 7617) against `credentials`. A malformed
@@ -92,9 +92,10 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
         addChallenge(request, challenge);
       // An earlier authenticator (an agent's client credentials) verified the header, or the
       // endpoint authenticates its callers itself and answers in its own protocol.
+      const context = contextFrom(request);
       if (
-        contextFrom(request).get(AUTHORIZATION_VERIFIED) === true ||
-        endpointAuthenticates(request)
+        context.get(AUTHORIZATION_VERIFIED) === true ||
+        context.get(ENDPOINT_AUTHENTICATES) === true
       )
         return next(request, ...rest);
       const header = request.headers.get("authorization");
