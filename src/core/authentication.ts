@@ -30,14 +30,29 @@ export function createAuthentication(
   authorities: Iterable<string> = [],
   details?: unknown,
 ): Authentication {
-  const auth: Authentication = {
-    name,
-    authorities: Object.freeze([...new Set(authorities)]),
-    authenticated: true,
-    anonymous: false,
-    ...(details === undefined ? {} : { details }),
-  };
+  const auth: Authentication =
+    details === undefined
+      ? { name, authorities: distinct(authorities), authenticated: true, anonymous: false }
+      : {
+          name,
+          authorities: distinct(authorities),
+          authenticated: true,
+          anonymous: false,
+          details,
+        };
   return Object.freeze(auth);
+}
+
+/** `authorities` without repeats, in first-seen order, frozen. */
+function distinct(authorities: Iterable<string>): readonly string[] {
+  // A short array (a principal's roles) is copied with a scan; a Set costs more for a few.
+  if (Array.isArray(authorities) && authorities.length <= 16) {
+    const list: string[] = [];
+    for (const authority of authorities as readonly string[])
+      if (!list.includes(authority)) list.push(authority);
+    return Object.freeze(list);
+  }
+  return Object.freeze([...new Set(authorities)]);
 }
 
 /** Where the chain keeps the principal. */

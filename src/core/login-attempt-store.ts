@@ -56,6 +56,17 @@ export interface MemoryLoginAttemptStoreOptions {
   readonly maxEntries?: number;
 }
 
+// The memory store's operations within the call, set by its static block.
+let consumeNow: (
+  store: MemoryLoginAttemptStore,
+  key: string,
+  max: number,
+  windowMs: number,
+  now: number,
+) => AttemptReservation;
+let releaseNow: (store: MemoryLoginAttemptStore, key: string, now: number) => void;
+let resetNow: (store: MemoryLoginAttemptStore, key: string) => void;
+
 // How many of the oldest counters an eviction looks at.
 const EVICTION_SCAN = 16;
 
@@ -91,6 +102,26 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
     windowMs: number,
     now: number,
   ): Promise<AttemptReservation> {
+    return this.#consume(key, max, windowMs, now);
+  }
+
+  async release(key: string, now: number): Promise<void> {
+    this.#release(key, now);
+  }
+
+  async reset(key: string): Promise<void> {
+    this.#entries.delete(key);
+  }
+
+  static {
+    consumeNow = (store, key, max, windowMs, now) => store.#consume(key, max, windowMs, now);
+    releaseNow = (store, key, now) => store.#release(key, now);
+    resetNow = (store, key) => {
+      store.#entries.delete(key);
+    };
+  }
+
+  #consume(key: string, max: number, windowMs: number, now: number): AttemptReservation {
     const entry = this.#entries.get(key);
     if (entry !== undefined && entry.resetAt > now) {
       if (entry.count >= max) return { allowed: false, resetAt: entry.resetAt };
@@ -101,21 +132,18 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
       return { allowed: true, resetAt: entry.resetAt };
     }
     const fresh = { count: 1, resetAt: now + windowMs };
-    this.#entries.delete(key);
+    // An expired counter starts again as the newest.
+    if (entry !== undefined) this.#entries.delete(key);
     this.#entries.set(key, fresh);
     while (this.#entries.size > this.#max) this.#evict(now, key);
     return { allowed: true, resetAt: fresh.resetAt };
   }
 
-  async release(key: string, now: number): Promise<void> {
+  #release(key: string, now: number): void {
     const entry = this.#entries.get(key);
     if (entry === undefined) return;
     if (entry.resetAt <= now || entry.count <= 1) this.#entries.delete(key);
     else entry.count--;
-  }
-
-  async reset(key: string): Promise<void> {
-    this.#entries.delete(key);
   }
 
   // Of the oldest few counters, an expired one goes, else the one with the
@@ -141,4 +169,42 @@ export class MemoryLoginAttemptStore implements LoginAttemptStore {
     if (victim === undefined) return;
     this.#entries.delete(victim);
   }
+}
+
+const MEMORY_STORE = MemoryLoginAttemptStore.prototype;
+
+/**
+ * Whether `store` is the built-in memory store with its own methods: its
+ * counters are this process's and answer within the call (`consumeNow`,
+ * `releaseNow`, `resetNow`), so check and count stay one step without a
+ * promise each. A subclass or a replaced method (a spy, a wrapper) is not.
+ */
+export function isPlainMemoryStore(store: LoginAttemptStore): store is MemoryLoginAttemptStore {
+  return (
+    Object.getPrototypeOf(store) === MEMORY_STORE &&
+    store.consume === MEMORY_STORE.consume &&
+    store.release === MEMORY_STORE.release &&
+    store.reset === MEMORY_STORE.reset
+  );
+}
+
+/** `store.consume`, within the call. */
+export function consumeAttemptNow(
+  store: MemoryLoginAttemptStore,
+  key: string,
+  max: number,
+  windowMs: number,
+  now: number,
+): AttemptReservation {
+  return consumeNow(store, key, max, windowMs, now);
+}
+
+/** `store.release`, within the call. */
+export function releaseAttemptNow(store: MemoryLoginAttemptStore, key: string, now: number): void {
+  releaseNow(store, key, now);
+}
+
+/** `store.reset`, within the call. */
+export function resetAttemptsNow(store: MemoryLoginAttemptStore, key: string): void {
+  resetNow(store, key);
 }

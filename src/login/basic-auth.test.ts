@@ -134,8 +134,19 @@ describe("basicAuth: malformed Authorization headers", () => {
     ["an empty user name", `Basic ${base64(":wonderland")}`],
     ["a control character in the user name", `Basic ${base64("ali\u0001ce:wonderland")}`],
     ["a control character in the password", `Basic ${base64("alice:wonder\nland")}`],
+    ["DEL in the password", `Basic ${base64("alice:wonder\u007fland")}`],
+    ["a control character beside UTF-8", `Basic ${base64("jöran:päss\twörd")}`],
     ["base64 of a bad length", "Basic YWxpY2U6d29uZGVybGFuZ"],
     ["padding in the middle", "Basic YQ==YQ=="],
+    ["padding alone", "Basic =="],
+    // atob would skip the space and decode the right credentials.
+    ["a space inside the token", "Basic YWxpY2U6 d29uZGVybGFuZA=="],
+    ["three padding characters", `Basic ${base64("alice:wonderland")}=`],
+    [
+      "base64url letters",
+      `Basic ${base64("alice:wonderland?>").replace(/\+/g, "-").replace(/\//g, "_")}`,
+    ],
+    ["a character beyond ASCII", `Basic ${base64("alice:wonderland")}é`],
     ["two tokens", `Basic ${base64("alice:wonderland")} ${base64("alice:wonderland")}`],
     ["a 10 kB garbage header", `Basic ${"A".repeat(10_000)}`],
   ];
@@ -329,6 +340,30 @@ describe("basicAuth: failure throttle", () => {
     expect((await call(basic("alice", "wonderland"), { "x-test-client": "c2" })).status).toBe(200);
   });
 
+  it("counts a username's compatibility spellings against its budget (NFKC, then lower case)", async () => {
+    const { call } = setup({ credentials: { throttle: { maxFailuresPerUser: 3 } } });
+    expect((await call(basic("alice", "guess-1"))).status).toBe(401);
+    expect((await call(basic("ＡＬＩＣＥ", "guess-2"))).status).toBe(401);
+    expect((await call(basic("Alice", "guess-3"))).status).toBe(401);
+    expect((await call(basic("ａｌｉｃｅ", "wonderland"))).status).toBe(429);
+    expect((await call(basic("alice", "wonderland"))).status).toBe(429);
+  });
+
+  it("does not count an attempt the client's budget refused against the username", async () => {
+    const { call, verify } = setup({
+      credentials: {
+        throttle: { maxFailuresPerUser: 2, maxFailuresPerClient: 1 },
+        clientKey: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
+    });
+    expect((await call(basic("alice", "guess-1"), { "x-test-client": "c1" })).status).toBe(401);
+    // c1's budget is spent: refused unchecked, so alice keeps her second attempt.
+    expect((await call(basic("alice", "guess-2"), { "x-test-client": "c1" })).status).toBe(429);
+    expect((await call(basic("alice", "guess-3"), { "x-test-client": "c2" })).status).toBe(401);
+    expect((await call(basic("alice", "wonderland"), { "x-test-client": "c3" })).status).toBe(429);
+    expect(verify).toHaveBeenCalledTimes(2);
+  });
+
   it("answers 503 within the store timeout when the attempt store fails or never answers, without checking", async () => {
     const failing: LoginAttemptStore = {
       consume: async () => {
@@ -375,6 +410,62 @@ describe("basicAuth: failure throttle", () => {
     );
     expect(statuses).toEqual(Array(10).fill(200));
     expect(verify.mock.calls.length).toBeLessThanOrEqual(2);
+  });
+
+  it("answers a failing clientKey with a rejected check, never a throw", async () => {
+    const { credentials } = setup({
+      credentials: {
+        clientKey: () => {
+          throw new Error("no client");
+        },
+      },
+    });
+    let check: Promise<unknown> | undefined;
+    expect(() => {
+      check = credentials.check(new Request("http://h/"), "alice", "wonderland");
+    }).not.toThrow();
+    await expect(check).rejects.toThrow("no client");
+  });
+
+  it("shares a running check only with the same password, username and client", async () => {
+    const plain = plainTextEncoder();
+    const verify = vi.fn(async (password: string, encoded: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return plain.verify(password, encoded);
+    });
+    const { call } = setup({
+      credentials: {
+        passwordEncoder: { ...plain, verify },
+        throttle: { maxFailuresPerUser: 100 },
+        clientKey: (request) => request.headers.get("x-test-client") ?? undefined,
+      },
+    });
+    const c1 = { "x-test-client": "c1" };
+    // Whichever runs first, alone or beside others, a wrong password never gets a right one's answer.
+    for (const order of [
+      ["wonderland", "wonderlanD", "wonderland", "x"],
+      ["wonderlanD", "wonderland", "x", "wonderland"],
+    ]) {
+      verify.mockClear();
+      const statuses = await Promise.all(
+        order.map(async (password) => (await call(basic("alice", password), c1)).status),
+      );
+      expect(statuses).toEqual(order.map((password) => (password === "wonderland" ? 200 : 401)));
+      expect(verify).toHaveBeenCalledTimes(3);
+    }
+    // Another client's request is checked on its own, as is another user's.
+    verify.mockClear();
+    const statuses = await Promise.all([
+      call(basic("alice", "wonderland"), c1),
+      call(basic("alice", "wonderland"), { "x-test-client": "c2" }),
+      call(basic("jöran", "pässwörd"), c1),
+      call(basic("alice", "wonderland"), c1),
+    ]);
+    expect(statuses.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(verify).toHaveBeenCalledTimes(3);
+    // Nothing is left running: the next request is checked afresh.
+    expect((await call(basic("alice", "wonderlanD"), c1)).status).toBe(401);
+    expect(verify).toHaveBeenCalledTimes(4);
   });
 });
 

@@ -2,7 +2,7 @@ import {
   AUTHORIZATION_VERIFIED,
   bindAuthentication,
   createAuthentication,
-  endpointAuthenticates,
+  ENDPOINT_AUTHENTICATES,
 } from "../core/authentication.ts";
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
@@ -58,8 +58,9 @@ export interface BasicAuthOptions {
 
 /** Longest `Authorization` value read; RFC 7617 credentials are short. */
 const MAX_HEADER_LENGTH = 4096;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /**
  * HTTP Basic authentication (RFC 7617) against `credentials`. A malformed
@@ -91,9 +92,10 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
         addChallenge(request, challenge);
       // An earlier authenticator (an agent's client credentials) verified the header, or the
       // endpoint authenticates its callers itself and answers in its own protocol.
+      const context = contextFrom(request);
       if (
-        contextFrom(request).get(AUTHORIZATION_VERIFIED) === true ||
-        endpointAuthenticates(request)
+        context.get(AUTHORIZATION_VERIFIED) === true ||
+        context.get(ENDPOINT_AUTHENTICATES) === true
       )
         return next(request, ...rest);
       const header = request.headers.get("authorization");
@@ -119,17 +121,20 @@ export function parseBasic(header: string): { username: string; password: string
   let decoded: string;
   try {
     const binary = atob(token);
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    decoded = utf8.decode(bytes);
+    if (PRINTABLE_ASCII.test(binary)) {
+      // Its own UTF-8 decoding, with no control character: nothing to decode or check.
+      decoded = binary;
+    } else {
+      const bytes = new Uint8Array(binary.length);
+      for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+      decoded = utf8.decode(bytes);
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 7617 forbids control characters in both parts.
+      if (/[\u0000-\u001f\u007f]/.test(decoded)) return undefined;
+    }
   } catch {
     return undefined;
   }
   const colon = decoded.indexOf(":");
   if (colon <= 0) return undefined;
-  const username = decoded.slice(0, colon);
-  const password = decoded.slice(colon + 1);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: RFC 7617 forbids control characters in both parts.
-  if (/[\u0000-\u001f\u007f]/.test(decoded)) return undefined;
-  return { username, password };
+  return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }

@@ -1,12 +1,16 @@
 import { addressNetwork, clientAddress } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
-import { sha256Base64url as digest } from "../core/digest.ts";
+import { sha256Base64url, sha256Base64urlNow } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import {
   type AttemptReservation,
+  consumeAttemptNow,
+  isPlainMemoryStore,
   type LoginAttemptStore,
   MemoryLoginAttemptStore,
+  releaseAttemptNow,
+  resetAttemptsNow,
 } from "../core/login-attempt-store.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
@@ -172,9 +176,15 @@ export class PasswordCredentials {
   readonly #clientKey: (request: Request) => string | undefined;
   readonly #now: () => number;
   #dummyHash: Promise<string> | undefined;
+  // The dummy hash once made, so an unknown user's check waits no longer than a known one's.
+  #madeDummyHash: string | undefined;
   // Checks running now, by a digest of (client, username, password): the same
   // credentials sent again meanwhile share the check instead of spending budget.
-  readonly #running = new Map<string, Promise<PasswordCheck>>();
+  // Where the runtime hashes within the call, a check that runs alone is not
+  // hashed until another arrives while it runs: what a request costs then
+  // depends only on whether some check is running, never on whose or with what.
+  readonly #running = new Map<string, Flight>();
+  #alone: Flight | undefined;
 
   /** @internal made by `passwordCredentials()` */
   constructor(options: PasswordCredentialsOptions) {
@@ -221,7 +231,18 @@ export class PasswordCredentials {
    * client's failures stay. Never throws for the store; `findUser`,
    * `onPasswordUpgrade` and the encoder may.
    */
-  async check(request: Request, username: string, password: string): Promise<PasswordCheck> {
+  check(request: Request, username: string, password: string): Promise<PasswordCheck> {
+    try {
+      return this.#share(request, username, password);
+    } catch (error) {
+      // Never a throw (a failing clientKey): the caller gets a rejection, as from any check.
+      return Promise.reject(error);
+    }
+  }
+
+  // The check of these credentials already running, or a new one. Not async: a
+  // request that starts or joins a check adds no promise of its own.
+  #share(request: Request, username: string, password: string): Promise<PasswordCheck> {
     if (
       typeof username !== "string" ||
       typeof password !== "string" ||
@@ -230,55 +251,130 @@ export class PasswordCredentials {
       username.length > MAX_USERNAME_LENGTH ||
       password.length > MAX_PASSWORD_LENGTH
     )
-      return REJECTED;
+      return Promise.resolve(REJECTED);
     const client = this.#throttle === undefined ? undefined : this.#clientKey(request);
-    const flight = await digest(JSON.stringify([client ?? null, username, password]));
-    const running = this.#running.get(flight);
-    if (running !== undefined) return running;
-    const check = this.#checkOnce(username, password, client).finally(() =>
-      this.#running.delete(flight),
-    );
-    this.#running.set(flight, check);
-    return check;
+    // Lengths first, so no two (client, username, password) make one key.
+    const key =
+      client === undefined
+        ? `-${username.length}:${username}${password}`
+        : `+${client.length}:${client}${username.length}:${username}${password}`;
+    if (!HASHES_NOW) return this.#shareHashed(key, username, password, client);
+    let flight: Flight;
+    if (this.#alone === undefined && this.#running.size === 0) {
+      flight = { key, digest: undefined, check: undefined };
+      this.#alone = flight;
+    } else {
+      const alone = this.#alone;
+      if (alone !== undefined) {
+        alone.digest = sha256Base64urlNow(alone.key) as string;
+        this.#running.set(alone.digest, alone);
+        this.#alone = undefined;
+      }
+      const digest = sha256Base64urlNow(key) as string;
+      const running = this.#running.get(digest);
+      if (running?.check !== undefined) return running.check;
+      flight = { key, digest, check: undefined };
+      this.#running.set(digest, flight);
+    }
+    // Registered first: a check that ends within the call still finds its entry to remove.
+    flight.check = this.#checkOnce(flight, username, password, client);
+    return flight.check;
   }
 
-  async #checkOnce(
+  // `#share` where the runtime only hashes asynchronously: every check is hashed.
+  async #shareHashed(
+    key: string,
     username: string,
     password: string,
     client: string | undefined,
   ): Promise<PasswordCheck> {
-    const throttle = this.#throttle;
-    if (throttle === undefined) return this.#verify(username, password);
-    const at = this.#now();
-    const userKey = `user:${username.normalize("NFKC").toLowerCase()}`;
-    const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
-    if (!reserved.allowed) return reserved.check;
-    if (client !== undefined) {
-      const clientKey = `client:${client}`;
-      const fromClient = await this.#consume(
-        throttle,
-        clientKey,
-        throttle.maxFailuresPerClient,
-        at,
-      );
-      if (!fromClient.allowed) {
-        // Not checked, so not the username's failure either.
-        await this.#settle(throttle, () => throttle.store.release(userKey, this.#now()));
-        return fromClient.check;
+    const digest = await sha256Base64url(key);
+    const running = this.#running.get(digest);
+    if (running?.check !== undefined) return await running.check;
+    const flight: Flight = { key, digest, check: undefined };
+    this.#running.set(digest, flight);
+    flight.check = this.#checkOnce(flight, username, password, client);
+    return await flight.check;
+  }
+
+  // Checks `flight`'s credentials, then removes it from the running checks.
+  async #checkOnce(
+    flight: Flight,
+    username: string,
+    password: string,
+    client: string | undefined,
+  ): Promise<PasswordCheck> {
+    try {
+      const throttle = this.#throttle;
+      if (throttle === undefined) return await this.#verify(username, password);
+      const at = this.#now();
+      const userKey = `user:${(isAscii(username) ? username : username.normalize("NFKC")).toLowerCase()}`;
+      const { store } = throttle;
+      if (isPlainMemoryStore(store)) {
+        // The same steps on the built-in memory store, which answers within the call and
+        // cannot fail: no promise, deadline or error report for each of them.
+        const user = consumeAttemptNow(
+          store,
+          userKey,
+          throttle.maxFailuresPerUser,
+          throttle.windowMs,
+          at,
+        );
+        if (!user.allowed) return throttled(user.resetAt, at);
+        const clientKey = client === undefined ? undefined : `client:${client}`;
+        if (clientKey !== undefined) {
+          const fromClient = consumeAttemptNow(
+            store,
+            clientKey,
+            throttle.maxFailuresPerClient,
+            throttle.windowMs,
+            at,
+          );
+          if (!fromClient.allowed) {
+            releaseAttemptNow(store, userKey, this.#now());
+            return throttled(fromClient.resetAt, at);
+          }
+        }
+        const result = await this.#verify(username, password);
+        if (result.outcome === "authenticated") {
+          resetAttemptsNow(store, userKey);
+          if (clientKey !== undefined) releaseAttemptNow(store, clientKey, this.#now());
+        }
+        return result;
+      }
+      const reserved = await this.#consume(throttle, userKey, throttle.maxFailuresPerUser, at);
+      if (!reserved.allowed) return reserved.check;
+      if (client !== undefined) {
+        const clientKey = `client:${client}`;
+        const fromClient = await this.#consume(
+          throttle,
+          clientKey,
+          throttle.maxFailuresPerClient,
+          at,
+        );
+        if (!fromClient.allowed) {
+          // Not checked, so not the username's failure either.
+          await this.#settle(throttle, () => throttle.store.release(userKey, this.#now()));
+          return fromClient.check;
+        }
+        const result = await this.#verify(username, password);
+        if (result.outcome === "authenticated") {
+          await Promise.all([
+            this.#settle(throttle, () => throttle.store.reset(userKey)),
+            this.#settle(throttle, () => throttle.store.release(clientKey, this.#now())),
+          ]);
+        }
+        return result;
       }
       const result = await this.#verify(username, password);
-      if (result.outcome === "authenticated") {
-        await Promise.all([
-          this.#settle(throttle, () => throttle.store.reset(userKey)),
-          this.#settle(throttle, () => throttle.store.release(clientKey, this.#now())),
-        ]);
-      }
+      if (result.outcome === "authenticated")
+        await this.#settle(throttle, () => throttle.store.reset(userKey));
       return result;
+    } finally {
+      if (this.#alone === flight) this.#alone = undefined;
+      else if (flight.digest !== undefined && this.#running.get(flight.digest) === flight)
+        this.#running.delete(flight.digest);
     }
-    const result = await this.#verify(username, password);
-    if (result.outcome === "authenticated")
-      await this.#settle(throttle, () => throttle.store.reset(userKey));
-    return result;
   }
 
   async #consume(
@@ -300,8 +396,7 @@ export class PasswordCredentials {
       return { allowed: false, check: UNAVAILABLE };
     }
     if (reservation.allowed) return { allowed: true };
-    const retryAfterSeconds = Math.max(1, Math.ceil((reservation.resetAt - at) / 1000));
-    return { allowed: false, check: { outcome: "throttled", retryAfterSeconds } };
+    return { allowed: false, check: throttled(reservation.resetAt, at) };
   }
 
   // Giving an attempt back only loosens the throttle: when it fails the attempt
@@ -315,8 +410,16 @@ export class PasswordCredentials {
   }
 
   async #verify(username: string, password: string): Promise<PasswordCheck> {
-    const user = await this.#findUser(username);
-    const hash = user === undefined ? await this.#unknownUserHash() : user.passwordHash;
+    const found = this.#findUser(username);
+    // Awaited only when it is a promise: each await is a turn of the microtask queue.
+    const user =
+      typeof (found as PromiseLike<unknown> | undefined)?.then === "function"
+        ? await found
+        : (found as LoginUser | undefined);
+    const hash =
+      user === undefined
+        ? (this.#madeDummyHash ?? (await this.#unknownUserHash()))
+        : user.passwordHash;
     const ok = await this.#encoder.verify(password, hash);
     if (ok !== true || user === undefined) return REJECTED;
     if (this.#onPasswordUpgrade !== undefined && this.#encoder.needsRehash(user.passwordHash)) {
@@ -328,10 +431,16 @@ export class PasswordCredentials {
   // Made once, with the configured encoder, so an unknown user costs a real
   // check of the same algorithm and parameters as a known user's wrong password.
   #unknownUserHash(): Promise<string> {
-    this.#dummyHash ??= this.#encoder.hash(randomToken(24)).catch((error: unknown) => {
-      this.#dummyHash = undefined;
-      throw error;
-    });
+    this.#dummyHash ??= this.#encoder.hash(randomToken(24)).then(
+      (hash) => {
+        this.#madeDummyHash = hash;
+        return hash;
+      },
+      (error: unknown) => {
+        this.#dummyHash = undefined;
+        throw error;
+      },
+    );
     return this.#dummyHash;
   }
 }
@@ -363,22 +472,35 @@ export function refusedResponse(check: PasswordCheck): Response {
   return problemResponse(503, { detail: "Sign-in is unavailable; try again later." });
 }
 
-const MEMORY_STORE = MemoryLoginAttemptStore.prototype;
+/** A password check running, and the credentials it checks. */
+interface Flight {
+  /** (client, username, password), unambiguous. */
+  readonly key: string;
+  /** The key's SHA-256, once taken: the check's entry in `#running`. */
+  digest: string | undefined;
+  /** Set as soon as the check starts. */
+  check: Promise<PasswordCheck> | undefined;
+}
+
+/** Whether the runtime hashes within the call (see `#alone`). */
+const HASHES_NOW = sha256Base64urlNow("") !== undefined;
+
+/** Whether `text` is all ASCII, which NFKC leaves as it is. */
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** The answer to an attempt refused until `resetAt`, seen at `at`. */
+function throttled(resetAt: number, at: number): PasswordCheck {
+  return { outcome: "throttled", retryAfterSeconds: Math.max(1, Math.ceil((resetAt - at) / 1000)) };
+}
 
 /**
- * A store call bounded by the throttle's deadline. The built-in memory store answers within
- * the call: a timer for each of its calls (four for every Basic request) would cost more
- * than the call itself. A replaced method (a test's spy, a wrapper) is timed as any store's.
+ * A store call bounded by the throttle's deadline. (The built-in memory store is not called
+ * through here: `#checkOnce` calls it within the call.)
  */
 function bounded<T>(throttle: Throttle, call: Promise<T>): Promise<T> {
-  const { store } = throttle;
-  if (
-    Object.getPrototypeOf(store) === MEMORY_STORE &&
-    store.consume === MEMORY_STORE.consume &&
-    store.reset === MEMORY_STORE.reset &&
-    store.release === MEMORY_STORE.release
-  )
-    return call;
   return withDeadline(call, throttle.storeTimeoutMs, "the login-attempt store");
 }
 
