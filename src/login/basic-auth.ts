@@ -7,7 +7,7 @@ import {
 import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import {
   mustPasswordCredentials,
@@ -86,31 +86,33 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
   if (typeof required !== "boolean")
     throw new InvalidOptionsError("basicAuth required must be a boolean");
 
-  return (next) =>
-    async (request, ...rest) => {
-      if (required || request.headers.get("sec-fetch-mode") !== "navigate")
-        addChallenge(request, challenge);
-      // An earlier authenticator (an agent's client credentials) verified the header, or the
-      // endpoint authenticates its callers itself and answers in its own protocol.
-      const context = contextFrom(request);
-      if (
-        context.get(AUTHORIZATION_VERIFIED) === true ||
-        context.get(ENDPOINT_AUTHENTICATES) === true
-      )
-        return next(request, ...rest);
-      const header = request.headers.get("authorization");
-      if (header === null || !/^basic(?: |$)/i.test(header)) {
-        return required ? unauthorizedResponse(request) : next(request, ...rest);
-      }
-      const presented = parseBasic(header);
-      if (presented === undefined) return unauthorizedResponse(request);
-      const check = await credentials.check(request, presented.username, presented.password);
-      if (check.outcome === "throttled" || check.outcome === "unavailable")
-        return refusedResponse(check);
-      if (check.outcome !== "authenticated") return unauthorizedResponse(request);
-      bindAuthentication(request, createAuthentication(check.user.name, check.user.authorities));
+  return directLeg((next) => (request, ...rest) => {
+    if (required || request.headers.get("sec-fetch-mode") !== "navigate")
+      addChallenge(request, challenge);
+    // An earlier authenticator (an agent's client credentials) verified the header, or the
+    // endpoint authenticates its callers itself and answers in its own protocol.
+    const context = contextFrom(request);
+    if (
+      context.get(AUTHORIZATION_VERIFIED) === true ||
+      context.get(ENDPOINT_AUTHENTICATES) === true
+    )
       return next(request, ...rest);
-    };
+    const header = request.headers.get("authorization");
+    if (header === null || !/^basic(?: |$)/i.test(header)) {
+      return required ? unauthorizedResponse(request) : next(request, ...rest);
+    }
+    const presented = parseBasic(header);
+    if (presented === undefined) return unauthorizedResponse(request);
+    return credentials
+      .check(request, presented.username, presented.password)
+      .then((check): Response | Promise<Response> => {
+        if (check.outcome === "throttled" || check.outcome === "unavailable")
+          return refusedResponse(check);
+        if (check.outcome !== "authenticated") return unauthorizedResponse(request);
+        bindAuthentication(request, createAuthentication(check.user.name, check.user.authorities));
+        return next(request, ...rest);
+      });
+  });
 }
 
 /** Parses `Basic <base64(user:pass)>`; `undefined` for anything malformed. */
