@@ -1,4 +1,5 @@
 import { base64url } from "./encoding.ts";
+import { nodeBuiltin } from "./node-builtin.ts";
 
 const encoder = new TextEncoder();
 const ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
@@ -20,13 +21,8 @@ interface NodeCrypto {
 // short string; the digests are the same.
 const node: { createHash: NonNullable<NodeCrypto["createHash"]>; text: TextDigest } | undefined =
   (() => {
-    const global = globalThis as {
-      navigator?: { userAgent?: string };
-      process?: { getBuiltinModule?: (id: string) => unknown };
-    };
-    if (global.navigator?.userAgent === "Cloudflare-Workers") return undefined;
     try {
-      const crypto = global.process?.getBuiltinModule?.("node:crypto") as NodeCrypto | undefined;
+      const crypto = nodeBuiltin("node:crypto") as NodeCrypto | undefined;
       const createHash = crypto?.createHash;
       if (typeof createHash !== "function") return undefined;
       const oneShot = crypto?.hash;

@@ -1,6 +1,7 @@
 import { type CryptoKey, compactVerify, errors } from "jose";
 import { fromBase64url } from "../core/encoding.ts";
 import { type JwtFailureReason, JwtInvalidError } from "../core/errors.ts";
+import { nodeBuiltin } from "../core/node-builtin.ts";
 import type { CompactJws } from "./checks.ts";
 import type { ImportedKey, JwtAlgorithm } from "./keys.ts";
 
@@ -89,19 +90,10 @@ interface NodeHmac {
 
 /** `node:crypto` where the runtime offers it without an import; never on Workers. */
 function nodeCrypto(): NodeCrypto | undefined {
-  const global = globalThis as {
-    navigator?: { userAgent?: string };
-    process?: { getBuiltinModule?: (id: string) => unknown };
-  };
-  if (global.navigator?.userAgent === "Cloudflare-Workers") return undefined;
-  try {
-    const crypto = global.process?.getBuiltinModule?.("node:crypto") as NodeCrypto | undefined;
-    return typeof crypto?.verify === "function" && typeof crypto.KeyObject?.from === "function"
-      ? crypto
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  const crypto = nodeBuiltin("node:crypto") as NodeCrypto | undefined;
+  return typeof crypto?.verify === "function" && typeof crypto.KeyObject?.from === "function"
+    ? crypto
+    : undefined;
 }
 
 const ENCODER = new TextEncoder();
@@ -113,14 +105,8 @@ interface NodeBuffer {
 
 /** `Buffer` where the runtime that gave `node:crypto` has it too. */
 function nodeBuffer(): NodeBuffer | undefined {
-  const global = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } };
-  try {
-    const buffer = (global.process?.getBuiltinModule?.("node:buffer") as { Buffer?: NodeBuffer })
-      ?.Buffer;
-    return typeof buffer?.from === "function" ? buffer : undefined;
-  } catch {
-    return undefined;
-  }
+  const buffer = (nodeBuiltin("node:buffer") as { Buffer?: NodeBuffer } | undefined)?.Buffer;
+  return typeof buffer?.from === "function" ? buffer : undefined;
 }
 
 /**
