@@ -7,7 +7,7 @@ import {
 import { bindValue } from "../core/context.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware } from "../core/handler.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { problemResponse } from "../core/problem.ts";
 import type { ClientStore, OAuthClient } from "../oauth2/index.ts";
@@ -107,13 +107,14 @@ export function agentCredentials(options: AgentCredentialsOptions): Middleware {
     options.storeTimeoutMs,
     1000,
   );
-  return (next) =>
-    async (request, ...rest) => {
-      if (endpointAuthenticates(request)) return next(request, ...rest);
-      const check = await checkAgentCredentials(request, clients, timeoutMs);
+  return directLeg((next) => (request, ...rest) => {
+    // The agent and OAuth endpoints authenticate their callers themselves: handed on at once.
+    if (endpointAuthenticates(request)) return next(request, ...rest);
+    return checkAgentCredentials(request, clients, timeoutMs).then((check) => {
       if (check.outcome === "unavailable")
         return problemResponse(503, { headers: { "retry-after": "1" } });
       if (check.outcome === "verified") bindAgent(request, check.client);
       return next(request, ...rest);
-    };
+    });
+  });
 }

@@ -5,7 +5,7 @@ import {
 } from "../core/authentication.ts";
 import { bindValue } from "../core/context.ts";
 import { InvalidOptionsError, StoreUnavailableError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
 import { toolNames } from "./capabilities.ts";
 import { dpopChallenge, dpopCheck, withDpopNonce } from "./dpop.ts";
@@ -44,17 +44,18 @@ export function resolveSession(runtime: AgentRuntime, location: string): Middlew
   if (typeof location !== "string" || !URL.canParse(location))
     throw new InvalidOptionsError("resolveSession: location must be an absolute URL");
   const audience = new URL(location).href;
-  return (next) =>
-    async (request, ...rest) => {
-      const token = presentedToken(runtime, request);
-      if (token === null || token === undefined || !isCapabilityToken(token)) {
-        if (isAuthenticated(request)) return next(request, ...rest);
-        return refuseAgent(runtime, TOKEN_REQUIRED, audience, request);
-      }
-      const opened = await openRequestSession(runtime, request, token, audience);
-      if (opened instanceof Response) return opened;
-      return withDpopNonce(runtime, request, await next(request, ...rest));
-    };
+  return directLeg((next) => (request, ...rest) => {
+    const token = presentedToken(runtime, request);
+    if (token === null || token === undefined || !isCapabilityToken(token)) {
+      if (isAuthenticated(request)) return next(request, ...rest);
+      return refuseAgent(runtime, TOKEN_REQUIRED, audience, request);
+    }
+    return openRequestSession(runtime, request, token, audience).then((opened) =>
+      opened instanceof Response
+        ? opened
+        : onAnswer(next(request, ...rest), (response) => withDpopNonce(runtime, request, response)),
+    );
+  });
 }
 
 /**

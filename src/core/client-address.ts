@@ -1,6 +1,6 @@
 import { bindValue, contextFrom, createContextKey } from "./context.ts";
 import { InvalidOptionsError } from "./errors.ts";
-import type { Middleware } from "./handler.ts";
+import { directLeg, type Middleware } from "./handler.ts";
 
 /**
  * The socket peer's address as the runtime reported it (the last hop: a proxy
@@ -58,12 +58,11 @@ export const workersClientAddress: ClientAddressFunction = (request) =>
 export function peerAddress(clientAddress: ClientAddressFunction): Middleware {
   if (typeof clientAddress !== "function")
     throw new InvalidOptionsError("peerAddress needs a clientAddress function");
-  return (next) =>
-    async (request, ...rest) => {
-      const address = clientAddress(request, ...rest);
-      if (typeof address === "string" && address !== "") bindValue(request, PEER_ADDRESS, address);
-      return next(request, ...rest);
-    };
+  return directLeg((next) => (request, ...rest) => {
+    const address = clientAddress(request, ...rest);
+    if (typeof address === "string" && address !== "") bindValue(request, PEER_ADDRESS, address);
+    return next(request, ...rest);
+  });
 }
 
 /**

@@ -8,7 +8,7 @@ import {
 } from "../core/body.ts";
 import type { ContextSource } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
-import type { Middleware } from "../core/handler.ts";
+import { directLeg, type Middleware } from "../core/handler.ts";
 import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { matchPath } from "../core/path.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
@@ -122,48 +122,52 @@ function loginLeg(options: LoginOptions): Middleware {
   }
   const maxBodyBytes = bodyLimitOption("login", options.maxBodyBytes, 8 * 1024, 1);
 
-  return (next) =>
-    async (request, ...rest) => {
-      if (request.method.toUpperCase() !== "POST") return next(request, ...rest);
-      const path = matchPath(request);
-      if (path !== loginPath && path !== logoutPath) return next(request, ...rest);
-      const session = sessionFrom(request);
-      if (session === undefined)
-        throw new InvalidOptionsError("login needs the session leg in the chain");
-      // Whatever the CSRF leg's alwaysProtect says: a sign-in or sign-out is never forged.
-      if (!csrfTokenVerified(request))
-        return problemResponse(403, { detail: "A session and a CSRF token are required." });
-      const form = isForm(request);
+  // Every other request is handed on within the call; only the two endpoints wait on anything.
+  return directLeg((next) => (request, ...rest) => {
+    if (request.method.toUpperCase() !== "POST") return next(request, ...rest);
+    const path = matchPath(request);
+    if (path !== loginPath && path !== logoutPath) return next(request, ...rest);
+    return endpoint(request, path);
+  });
 
-      if (path === logoutPath) {
-        await session.destroy();
-        return form && options.logoutRedirect
-          ? redirect(options.logoutRedirect)
-          : new Response(null, { status: 204 });
-      }
+  async function endpoint(request: Request, path: string): Promise<Response> {
+    const session = sessionFrom(request);
+    if (session === undefined)
+      throw new InvalidOptionsError("login needs the session leg in the chain");
+    // Whatever the CSRF leg's alwaysProtect says: a sign-in or sign-out is never forged.
+    if (!csrfTokenVerified(request))
+      return problemResponse(403, { detail: "A session and a CSRF token are required." });
+    const form = isForm(request);
 
-      const presented = await readCredentials(request, maxBodyBytes);
-      if (presented instanceof Response) return presented;
-      // Settled before anything is saved: a sign-in must not be stored and then fail to answer.
-      // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
-      const back = form ? sameOriginPath(presented.next) : undefined;
-      const check = await credentials.check(request, presented.username, presented.password);
-      if (check.outcome === "throttled" || check.outcome === "unavailable")
-        return refusedResponse(check);
-      if (check.outcome === "rejected") {
-        return form && options.failureRedirect
-          ? redirect(options.failureRedirect)
-          : problemResponse(401, { detail: "Bad credentials." });
-      }
-      const { user } = check;
-      await signIn(session, user);
-      if (back !== undefined) return redirect(back);
-      if (form && options.successRedirect) return redirect(options.successRedirect);
-      return Response.json(
-        { name: user.name, authorities: user.authorities },
-        { headers: { "cache-control": "no-store" } },
-      );
-    };
+    if (path === logoutPath) {
+      await session.destroy();
+      return form && options.logoutRedirect
+        ? redirect(options.logoutRedirect)
+        : new Response(null, { status: 204 });
+    }
+
+    const presented = await readCredentials(request, maxBodyBytes);
+    if (presented instanceof Response) return presented;
+    // Settled before anything is saved: a sign-in must not be stored and then fail to answer.
+    // A form may carry `next`, the page the visitor was sent away from; only a path on this site.
+    const back = form ? sameOriginPath(presented.next) : undefined;
+    const check = await credentials.check(request, presented.username, presented.password);
+    if (check.outcome === "throttled" || check.outcome === "unavailable")
+      return refusedResponse(check);
+    if (check.outcome === "rejected") {
+      return form && options.failureRedirect
+        ? redirect(options.failureRedirect)
+        : problemResponse(401, { detail: "Bad credentials." });
+    }
+    const { user } = check;
+    await signIn(session, user);
+    if (back !== undefined) return redirect(back);
+    if (form && options.successRedirect) return redirect(options.successRedirect);
+    return Response.json(
+      { name: user.name, authorities: user.authorities },
+      { headers: { "cache-control": "no-store" } },
+    );
+  }
 }
 
 /** Where the session keeps when its human last signed in (epoch ms). */
