@@ -243,3 +243,57 @@ describe("FieldList as a Headers", () => {
     expect(new Request("http://h/", { headers: list }).headers.get("x-a")).toBe("1");
   });
 });
+
+describe("FieldList constant blocks", () => {
+  const written = (list: FieldList) => {
+    const out: [string, string][] = [];
+    list.forEachField((name, value) => out.push([name, value]));
+    return out.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  };
+
+  it("writes each field once: the list's own fields over any block's, an earlier block's over a later one's", () => {
+    const first = new CheckedFields([
+      ["a", "1"],
+      ["b", "1"],
+    ]);
+    const second = new CheckedFields([
+      ["b", "2"],
+      ["c", "2"],
+    ]);
+    const disjoint = new CheckedFields([["d", "3"]]);
+    const list = new FieldList();
+    list.set("c", "own");
+    list.addAbsent(first);
+    list.addAbsent(second);
+    list.addAbsent(disjoint);
+    list.set("a", "set after");
+    const expected: [string, string][] = [
+      ["a", "set after"],
+      ["b", "1"],
+      ["c", "own"],
+      ["d", "3"],
+    ];
+    expect(written(list)).toEqual(expected);
+    expect([...list]).toEqual(expected);
+    // Asked again, as every request asks: the remembered overlap of the two blocks still holds.
+    const again = new FieldList();
+    again.addAbsent(first);
+    again.addAbsent(second);
+    expect(written(again)).toEqual([
+      ["a", "1"],
+      ["b", "1"],
+      ["c", "2"],
+    ]);
+  });
+
+  it("copies the blocks in before an append or delete of a name they hold", () => {
+    const block = new CheckedFields([["vary", "Origin"]]);
+    const list = new FieldList();
+    list.addAbsent(block);
+    list.append("vary", "Accept");
+    expect(list.get("vary")).toBe("Origin, Accept");
+    list.delete("vary");
+    expect(list.has("vary")).toBe(false);
+    expect(written(list)).toEqual([]);
+  });
+});

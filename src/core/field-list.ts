@@ -186,16 +186,26 @@ export class FieldList {
   forEachField(field: (name: string, value: string) => void): void {
     if (this.#source !== undefined) this.#takeAll();
     const map = this.#fields;
+    const blocks = this.#blocks;
+    // The names a block must not write: the map's few fields a block also holds, found by
+    // asking the blocks about each of them rather than the map about every block field.
+    let hidden: Set<string> | undefined;
     map.forEach((value, name) => {
       field(name, value);
+      if (blocks !== undefined && this.#fromBlocks(name) !== undefined) {
+        hidden ??= new Set();
+        hidden.add(name);
+      }
     });
-    const blocks = this.#blocks;
     if (blocks === undefined) return;
     for (let b = 0; b < blocks.length; b++) {
-      const { names, values } = blocks[b] as CheckedFields;
+      const block = blocks[b] as CheckedFields;
+      const { names, values } = block;
+      // Blocks of different legs rarely share a name: checked field by field only when they do.
+      const overlaps = b > 0 && overlapsEarlier(blocks, b);
       for (let i = 0; i < names.length; i++) {
         const name = names[i] as string;
-        if (map.has(name) || shadowed(blocks, b, name)) continue;
+        if (hidden?.has(name) === true || (overlaps && shadowed(blocks, b, name))) continue;
         field(name, values[i] as string);
       }
     }
@@ -234,6 +244,29 @@ export class FieldList {
 }
 
 /** Whether a block before the `index`th holds `name`. */
+/** Whether the `index`th block shares a name with one before it; each pair is compared once. */
+function overlapsEarlier(blocks: readonly CheckedFields[], index: number): boolean {
+  const block = blocks[index] as CheckedFields;
+  for (let b = 0; b < index; b++) {
+    const earlier = blocks[b] as CheckedFields;
+    let known = OVERLAPS.get(block);
+    if (known === undefined) {
+      known = new WeakMap();
+      OVERLAPS.set(block, known);
+    }
+    let overlap = known.get(earlier);
+    if (overlap === undefined) {
+      overlap = block.names.some((name) => earlier.byName.has(name));
+      known.set(earlier, overlap);
+    }
+    if (overlap) return true;
+  }
+  return false;
+}
+
+// Whether two blocks share a name, by block: blocks are made once per leg, so this stays small.
+const OVERLAPS = new WeakMap<CheckedFields, WeakMap<CheckedFields, boolean>>();
+
 function shadowed(blocks: readonly CheckedFields[], index: number, name: string): boolean {
   for (let b = 0; b < index; b++) if ((blocks[b] as CheckedFields).byName.has(name)) return true;
   return false;
