@@ -129,7 +129,7 @@ export function chainDecider(
   // Built once: wrapping every leg per request cost more than several legs' work. The innermost
   // handler records the pass on the request's own exchange, the one object handed down as the
   // runtime's extra argument; a leg that hands on neither it nor the context gets a 500.
-  const chain = composeLegs([toMiddleware(middleware)], innermost);
+  const chain = composeLegs([toMiddleware(middleware)], Exchange.innermost);
   const onError = options.onError;
   return function decide(
     message: IncomingMessage,
@@ -210,24 +210,54 @@ function failed(
  * `@hono/node-server` passes it), and what the adapter needs to conclude once the chain answers.
  */
 class Exchange {
-  passedWith: Request | undefined = undefined;
+  // Only `incoming` and `outgoing` are for the legs; the rest is the adapter's own.
+  #passedWith: Request | undefined = undefined;
+  readonly #request: Request;
+  readonly #outbox: ResponseOutbox;
+  readonly #tap: BodyTap | undefined;
+  readonly #bindTo: readonly object[];
+  readonly #onError: AdapterOptions["onError"];
+
   constructor(
     readonly incoming: IncomingMessage,
     readonly outgoing: ServerResponse,
-    readonly request: Request,
-    readonly outbox: ResponseOutbox,
-    readonly tap: BodyTap | undefined,
-    readonly bindTo: readonly object[],
-    readonly onError: AdapterOptions["onError"],
-  ) {}
+    request: Request,
+    outbox: ResponseOutbox,
+    tap: BodyTap | undefined,
+    bindTo: readonly object[],
+    onError: AdapterOptions["onError"],
+  ) {
+    this.#request = request;
+    this.#outbox = outbox;
+    this.#tap = tap;
+    this.#bindTo = bindTo;
+    this.#onError = onError;
+  }
+
+  /**
+   * The chain's innermost handler: records the request the legs handed on, and answers the empty
+   * pass-through answer for them to decorate. The exchange comes as the extra argument, or
+   * through the context when a leg of someone else's dropped that argument.
+   */
+  static readonly innermost: FetchHandler = (downstream, extra?: unknown) => {
+    const exchange = extra instanceof Exchange ? extra : contextFrom(downstream).get(EXCHANGE);
+    if (exchange === undefined)
+      throw new Error("portcullis: a leg handed on a request that lost its context");
+    if (exchange.#passedWith !== undefined) throw new Error("portcullis: next was called twice");
+    exchange.#passedWith = downstream;
+    return passThroughResponse();
+  };
 
   failed(error: unknown): ChainOutcome {
-    this.tap?.discard();
-    return failed(this.onError, this.incoming, this.outgoing, error, this.request);
+    this.#tap?.discard();
+    return failed(this.#onError, this.incoming, this.outgoing, error, this.#request);
   }
 
   conclude(response: Response): ChainOutcome {
-    const { incoming: message, outgoing: res, outbox, tap, passedWith } = this;
+    const { incoming: message, outgoing: res } = this;
+    const outbox = this.#outbox;
+    const tap = this.#tap;
+    const passedWith = this.#passedWith;
     if (passedWith !== undefined && isPassThrough(response)) {
       try {
         tap?.restore();
@@ -240,7 +270,7 @@ class Exchange {
       // prototype), where the field costs a new one: a WeakMap entry instead cost several
       // times that in garbage collection (ephemerons), measured on the Express benchmark.
       bindContext(message, context);
-      for (const target of this.bindTo) bindContext(target, context);
+      for (const target of this.#bindTo) bindContext(target, context);
       // Wrapped only once a header is queued: a property added to a response whose prototype a
       // framework swapped (Express) costs a fresh hidden class, about a microsecond.
       whenQueued(outbox, () => {
@@ -262,20 +292,6 @@ class Exchange {
 }
 
 const EXCHANGE = createContextKey<Exchange>("portcullis.exchange");
-
-/**
- * The chain's innermost handler: records the request the legs handed on, and answers the empty
- * pass-through answer for them to decorate. The exchange comes as the extra argument, or through
- * the context when a leg of someone else's dropped that argument.
- */
-const innermost: FetchHandler = (downstream, extra?: unknown) => {
-  const exchange = extra instanceof Exchange ? extra : contextFrom(downstream).get(EXCHANGE);
-  if (exchange === undefined)
-    throw new Error("portcullis: a leg handed on a request that lost its context");
-  if (exchange.passedWith !== undefined) throw new Error("portcullis: next was called twice");
-  exchange.passedWith = downstream;
-  return passThroughResponse();
-};
 
 /**
  * Node drains a body nobody read once the response is done, unless someone
