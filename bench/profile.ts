@@ -6,11 +6,10 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PATH, profileHeaders } from "./profiles.ts";
+import { profileHeaders, sendInSequence, signInCookie } from "./profiles.ts";
 import { signsIn, variantOf } from "./servers.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -59,33 +58,10 @@ const port = await new Promise<number>((resolve) => {
 const { variant } = variantOf(name);
 let cookie = "sid=k2JbX9qR4mT7vW1yZ3aC6eG8iL0nP5sU2xA4cE7gH9j";
 if (signsIn(variant) && variant.profile === "browser") {
-  const signIn = await fetch(`http://127.0.0.1:${port}/sign-in`, { method: "POST" });
-  cookie = signIn.headers
-    .getSetCookie()
-    .map((line) => line.split(";")[0])
-    .join("; ");
+  cookie = await signInCookie(`http://127.0.0.1:${port}`, name);
 }
 const headers = profileHeaders(variant.profile, cookie);
-const drive = (count: number) =>
-  new Promise<void>((resolve, reject) => {
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    let left = count;
-    const next = () => {
-      if (left-- === 0) {
-        agent.destroy();
-        resolve();
-        return;
-      }
-      httpRequest({ host: "127.0.0.1", port, path: PATH, headers, agent }, (res) => {
-        if (res.statusCode !== 200) reject(new Error(`${name}: ${res.statusCode}`));
-        res.resume();
-        res.on("end", next);
-      })
-        .on("error", reject)
-        .end();
-    };
-    next();
-  });
+const drive = (count: number) => sendInSequence(port, headers, count, name);
 const pid = String(child.pid);
 await drive(Number(process.env.BENCH_WARM ?? 3000));
 process.kill(child.pid as number, "SIGUSR2"); // a full collection, then as many requests, as socket.ts does

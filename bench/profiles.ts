@@ -7,6 +7,7 @@
  * `Connection: keep-alive` to both.
  */
 import { createHash } from "node:crypto";
+import { Agent, request as httpRequest } from "node:http";
 
 export const ORIGIN = "https://app.example.test";
 export const PATH = "/staff/reports";
@@ -46,4 +47,42 @@ export function profileHeaders(profile: Profile, sessionCookie: string): Record<
     "accept-language": "en-GB,en;q=0.9,fr;q=0.8",
     cookie: sessionCookie === "" ? OTHER_COOKIES : `${OTHER_COOKIES}; ${sessionCookie}`,
   };
+}
+
+/** Signs in on a contender (`POST /sign-in`, same site) and answers its cookies as a browser sends them. */
+export async function signInCookie(origin: string, name: string): Promise<string> {
+  const signIn = await fetch(`${origin}/sign-in`, { method: "POST" });
+  if (signIn.status !== 200) throw new Error(`${name}: sign-in answered ${signIn.status}`);
+  return signIn.headers
+    .getSetCookie()
+    .map((line) => line.split(";")[0])
+    .join("; ");
+}
+
+/** Sends `count` GETs of `PATH` one after another on one kept-alive connection; each must answer 200. */
+export function sendInSequence(
+  port: number,
+  headers: Record<string, string>,
+  count: number,
+  name: string,
+): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  return new Promise((resolve, reject) => {
+    let left = count;
+    const next = () => {
+      if (left-- === 0) {
+        agent.destroy();
+        resolve();
+        return;
+      }
+      const req = httpRequest({ host: "127.0.0.1", port, path: PATH, headers, agent }, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`${name}: ${res.statusCode}`));
+        res.resume();
+        res.on("end", next);
+      });
+      req.on("error", reject);
+      req.end();
+    };
+    next();
+  });
 }

@@ -20,12 +20,11 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { goalContenders, printGoals } from "./goals.ts";
-import { PATH, profileHeaders } from "./profiles.ts";
+import { PATH, profileHeaders, sendInSequence, signInCookie } from "./profiles.ts";
 import { CONTENDER_NAMES, isContender, signsIn, variantOf } from "./servers.ts";
 
 /** Instructions by callgrind: asked for, or the default when valgrind is there and wrk is not. */
@@ -165,12 +164,7 @@ async function check(name: string, port: number): Promise<string> {
   let cookie = profile === "browser" ? NO_SESSION_COOKIE : "";
   if (GUARDED(name) && profile === "browser") {
     // A same-site sign-in: no Origin, which every CSRF defence here lets through.
-    const signIn = await fetch(`${url}/sign-in`, { method: "POST" });
-    if (signIn.status !== 200) throw new Error(`${name}: sign-in answered ${signIn.status}`);
-    cookie = signIn.headers
-      .getSetCookie()
-      .map((line) => line.split(";")[0])
-      .join("; ");
+    cookie = await signInCookie(url, name);
   }
   if (GUARDED(name)) {
     const { authorization: _, ...anonymously } = profileHeaders(profile, "");
@@ -363,29 +357,12 @@ async function throughput(): Promise<void> {
 
 /** Sends `count` GETs one after another on one kept-alive connection. */
 function drive(target: Running, count: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const headers = profileHeaders(PROFILE(target.name), target.cookie);
-  return new Promise((resolve, reject) => {
-    let left = count;
-    const next = () => {
-      if (left-- === 0) {
-        agent.destroy();
-        resolve();
-        return;
-      }
-      const req = httpRequest(
-        { host: "127.0.0.1", port: target.port, path: PATH, headers, agent },
-        (res) => {
-          if (res.statusCode !== 200) reject(new Error(`${target.name}: ${res.statusCode}`));
-          res.resume();
-          res.on("end", next);
-        },
-      );
-      req.on("error", reject);
-      req.end();
-    };
-    next();
-  });
+  return sendInSequence(
+    target.port,
+    profileHeaders(PROFILE(target.name), target.cookie),
+    count,
+    target.name,
+  );
 }
 
 function totalInstructions(file: string): number {

@@ -6,21 +6,17 @@
  */
 import { DpopSession } from "@modelcontextprotocol/client";
 import { decodeJwt, decodeProtectedHeader } from "jose";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { activeGrant } from "./support/grants.ts";
-import { connect, LINES, mcpSite, recordingFetch, type Site } from "./support/mcp.ts";
+import { connect, LINES, recordingFetch, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
 
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
-const sites: Site[] = [];
-afterAll(async () => {
-  for (const site of sites) await site.close();
-});
+const closedAfterAll = sitesClosedAfterAll();
 
 async function site(nonces: boolean): Promise<Site> {
-  const made = await mcpSite({
+  const made = await closedAfterAll({
     dpop: nonces ? { nonce: { secret: NONCE_SECRET, required: true } } : {},
   });
-  sites.push(made);
   await activeGrant(made.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);
   return made;
 }

@@ -10,7 +10,7 @@ import { discoverOAuthProtectedResourceMetadata as discoverLegacy } from "@model
 import { decodeJwt } from "jose";
 import * as oidc from "openid-client";
 import type { AgentEvent, Grant } from "portcullis/agentauth";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { discover } from "./oauth-helpers.ts";
 import { activeGrant } from "./support/grants.ts";
 import {
@@ -20,21 +20,12 @@ import {
   connect,
   ERA,
   LINES,
-  mcpSite,
   recordingFetch,
   type Site,
+  sitesClosedAfterAll,
 } from "./support/mcp.ts";
 
-const sites: Site[] = [];
-afterAll(async () => {
-  for (const site of sites) await site.close();
-});
-
-async function site(...args: Parameters<typeof mcpSite>): Promise<Site> {
-  const made = await mcpSite(...args);
-  sites.push(made);
-  return made;
-}
+const site = sitesClosedAfterAll();
 
 const ALL_TOOLS = ["add_note", "count_notes", "fail", "read_notes"];
 const PRM_PATH = "/.well-known/oauth-protected-resource/mcp";

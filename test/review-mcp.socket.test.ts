@@ -2,20 +2,11 @@
  * The MCP endpoint against requests no stock client sends: JSON-RPC batches
  * of the 2025 protocol era, methods other than POST.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { activeGrant } from "./support/grants.ts";
-import { AGENT_ID, AGENT_SECRET, mcpSite, type Site } from "./support/mcp.ts";
+import { AGENT_ID, AGENT_SECRET, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
 
-const sites: Site[] = [];
-afterAll(async () => {
-  for (const site of sites) await site.close();
-});
-
-async function site(...args: Parameters<typeof mcpSite>): Promise<Site> {
-  const made = await mcpSite(...args);
-  sites.push(made);
-  return made;
-}
+const site = sitesClosedAfterAll();
 
 async function mcpToken(s: Site, scope: string): Promise<string> {
   const response = await fetch(`${s.base}/oauth/token`, {

@@ -17,7 +17,7 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import * as oidc from "openid-client";
-import { serviceBase, toolCallFromArgs } from "./tool-call.ts";
+import { listAndCall, serviceBase, toolCallFromArgs } from "./tool-call.ts";
 
 const { tool, toolArguments } = toolCallFromArgs("mcp-agent");
 const base = serviceBase();
@@ -56,10 +56,4 @@ const provider = new ClientCredentialsProvider({
 });
 const client = new Client({ name: "portcullis-demo-mcp-agent", version: "1.0.0" });
 await client.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }));
-const { tools } = await client.listTools();
-say(`tools: ${tools.map((entry) => entry.name).join(", ")}`);
-const result = await client.callTool({ name: tool, arguments: toolArguments });
-const text = result.content.map((part) => (part.type === "text" ? part.text : part.type));
-say(`${tool}${result.isError ? " failed" : ""} → ${text.join(" ")}`);
-await client.close();
-process.exit(result.isError ? 1 : 0);
+await listAndCall(client, tool, toolArguments, say);

@@ -26,7 +26,7 @@ import {
   UnauthorizedError,
 } from "@modelcontextprotocol/client";
 import { chromium } from "playwright-core";
-import { serviceBase, toolCallFromArgs } from "./tool-call.ts";
+import { listAndCall, serviceBase, toolCallFromArgs } from "./tool-call.ts";
 
 const { tool, toolArguments } = toolCallFromArgs("mcp-desktop");
 const base = serviceBase();
@@ -148,10 +148,4 @@ try {
   await client.connect(transport);
 }
 listener.close();
-const { tools } = await client.listTools();
-say(`tools: ${tools.map((entry) => entry.name).join(", ")}`);
-const result = await client.callTool({ name: tool, arguments: toolArguments });
-const text = result.content.map((part) => (part.type === "text" ? part.text : part.type));
-say(`${tool}${result.isError ? " failed" : ""} → ${text.join(" ")}`);
-await client.close();
-process.exit(result.isError ? 1 : 0);
+await listAndCall(client, tool, toolArguments, say);

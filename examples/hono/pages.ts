@@ -1,4 +1,5 @@
 /** The example's HTML pages: plain markup, one stylesheet, no script (the CSP allows none inline). */
+import type { ConsentRequest } from "portcullis/agentauth";
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
@@ -198,24 +199,12 @@ export function reviewPage(viewer: Viewer, request: ApprovalView): string {
   });
 }
 
-/** What an MCP client (or any authorization-code client) asks for at `/oauth/authorize`. */
-export interface ConsentView {
-  readonly clientId: string;
-  /** The client's own claim about itself: anyone can call a client anything. */
-  readonly clientName?: string;
-  readonly redirectHost: string;
-  readonly capabilities: readonly { readonly name: string; readonly description: string }[];
-  readonly resource: string;
-  readonly consentToken: string;
-  readonly action: string;
-}
-
 /**
  * The consent page: the device flow's approval page, for a client that sends
  * the person back to it. The name is shown as the client's claim, beside
  * where the person will be sent, which is what the server checked.
  */
-export function consentPage(viewer: Viewer, request: ConsentView): string {
+export function consentPage(viewer: Viewer, request: ConsentRequest): string {
   const heading =
     request.clientName === undefined
       ? `<code id="agent-id">${escapeHtml(request.clientId)}</code> asks for`

@@ -3,6 +3,7 @@
  * it: `@modelcontextprotocol/sdk` 1.32 (the 2025 protocol era) and
  * `@modelcontextprotocol/client` 2.4, in the 2025 era and in 2026-07-28.
  */
+
 import * as modern from "@modelcontextprotocol/client";
 import { ClientCredentialsProvider as LegacyCredentials } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -17,6 +18,7 @@ import {
 } from "portcullis/agentauth";
 import { type McpEndpoint, type McpEndpointOptions, mcpEndpoint } from "portcullis/mcp";
 import { MemoryClientStore } from "portcullis/oauth2";
+import { afterAll } from "vitest";
 import { type Served, serveFetch } from "../serve.ts";
 
 export const AGENT_ID = "agent-1";
@@ -268,3 +270,16 @@ export const ERA: Record<Line, string> = {
   "client 2.4 (2025 era)": "2025-11-25",
   "client 2.4 (2026-07-28)": "2026-07-28",
 };
+
+/** `mcpSite` for one test file: every site it makes is closed once the file's tests are done. */
+export function sitesClosedAfterAll(): (...args: Parameters<typeof mcpSite>) => Promise<Site> {
+  const sites: Site[] = [];
+  afterAll(async () => {
+    for (const made of sites) await made.close();
+  });
+  return async (...args) => {
+    const made = await mcpSite(...args);
+    sites.push(made);
+    return made;
+  };
+}

@@ -131,14 +131,14 @@ export function chainDecider(
   // runtime's extra argument; a leg that hands on neither it nor the context gets a 500.
   const chain = composeLegs([toMiddleware(middleware)], Exchange.innermost);
   const onError = options.onError;
-  return function decide(
-    message: IncomingMessage,
-    res: ServerResponse,
-    target: string,
-    bindTo: readonly object[],
-    frameworkTrustsProxy?: boolean,
-    routedTarget?: string,
-  ): ChainOutcome | Promise<ChainOutcome> {
+  const decide: ChainDecider = (
+    message,
+    res,
+    target,
+    bindTo,
+    frameworkTrustsProxy,
+    routedTarget,
+  ) => {
     let built: ReturnType<typeof buildRequest>;
     try {
       built = buildRequest(message, target, true, { response: res });
@@ -187,6 +187,7 @@ export function chainDecider(
       (error: unknown) => exchange.failed(error),
     );
   };
+  return decide;
 }
 
 /** An error the chain answered before the body was read closes the connection. */
