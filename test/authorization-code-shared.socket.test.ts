@@ -39,6 +39,7 @@ import {
   refreshRequest,
   signedInHeader,
   testHuman,
+  tokensFor,
 } from "./support/code-flow.ts";
 import { mcpSite } from "./support/mcp.ts";
 import { postgresForTests } from "./support/postgres.ts";
@@ -147,26 +148,14 @@ describe.each(kinds)("two instances sharing %s stores", (_name, storesOf) => {
   }
 
   it("approves on one and redeems on the other", async () => {
-    const { verifier, challenge } = await pkce();
-    const callback = await approvedCallback(a, { challenge });
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      a.as,
-      { client_id: DESKTOP },
-      await redeem(through(a, b), callback, verifier),
-    );
+    const tokens = await tokensFor(a, {}, { redeemAt: through(a, b) });
     expect(await mcpStatus(a, tokens.access_token)).toBe(200);
     expect(await mcpStatus(b, tokens.access_token, `${b.socket}/mcp`)).toBe(200);
   });
 
   it("keeps a refresh token's DPoP binding in the shared store: refused on the other instance without the key, refreshed with it", async () => {
-    const { verifier, challenge } = await pkce();
-    const callback = await approvedCallback(a, { challenge });
     const key = await oauth.generateKeyPair("ES256");
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      a.as,
-      { client_id: DESKTOP },
-      await redeem(a, callback, verifier, { DPoP: oauth.DPoP({}, key) }),
-    );
+    const tokens = await tokensFor(a, {}, { DPoP: oauth.DPoP({}, key) });
     // Sent to B's socket; the proof names the issuer's token URL, as behind a load balancer.
     const toB = (url: string, init: RequestInit) => fetch(url.replace(a.base, b.socket), init);
     const refreshOnB = (DPoP?: oauth.DPoPHandle) =>

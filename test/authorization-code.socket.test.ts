@@ -89,14 +89,8 @@ describe("the happy path, as oauth4webapi walks it", () => {
   });
 
   it("binds the token to a DPoP key when the code is redeemed with a proof (token_type DPoP)", async () => {
-    const { verifier, challenge } = await pkce();
-    const callback = await approvedCallback(site, { challenge });
     const DPoP = oauth.DPoP({}, await oauth.generateKeyPair("ES256"));
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      site.as,
-      { client_id: DESKTOP },
-      await redeem(site, callback, verifier, { DPoP }),
-    );
+    const tokens = await tokensFor(site, {}, { DPoP });
     expect(tokens.token_type).toBe("dpop");
     expect((decodeJwt(tokens.access_token).cnf as { jkt?: string })?.jkt).toBeTypeOf("string");
     // A bound token is refused as a bearer one.
@@ -104,14 +98,8 @@ describe("the happy path, as oauth4webapi walks it", () => {
   });
 
   it("binds the refresh token to that key too (RFC 9449 §5): refused without a proof or with another key, refreshed with it", async () => {
-    const { verifier, challenge } = await pkce();
-    const callback = await approvedCallback(site, { challenge });
     const keys = await oauth.generateKeyPair("ES256");
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      site.as,
-      { client_id: DESKTOP },
-      await redeem(site, callback, verifier, { DPoP: oauth.DPoP({}, keys) }),
-    );
+    const tokens = await tokensFor(site, {}, { DPoP: oauth.DPoP({}, keys) });
     const refresh = tokens.refresh_token as string;
     expect(await tokenError(site, await refreshRequest(site, refresh))).toEqual({
       status: 400,

@@ -273,15 +273,20 @@ export async function redeem(
   );
 }
 
-/** The full happy path for `clientId`: authorize, approve, redeem; the token response. */
+/**
+ * The full happy path for `clientId`: authorize, approve, redeem; the token response. The code
+ * is redeemed with a DPoP proof when given one, and at `redeemAt` (another instance) when given.
+ */
 export async function tokensFor(
   site: CodeSite,
   params: AuthorizeParams = {},
+  { DPoP, redeemAt = site }: { DPoP?: oauth.DPoPHandle; redeemAt?: CodeSite } = {},
 ): Promise<oauth.TokenEndpointResponse> {
   const { verifier, challenge } = await pkce();
   const callback = await approvedCallback(site, { ...params, challenge });
-  const response = await redeem(site, callback, verifier, {
+  const response = await redeem(redeemAt, callback, verifier, {
     ...(params.clientId === undefined ? {} : { clientId: params.clientId }),
+    ...(DPoP === undefined ? {} : { DPoP }),
   });
   return oauth.processAuthorizationCodeResponse(
     site.as,
