@@ -301,13 +301,7 @@ describe("a Redis that stalls during the exchange", () => {
   });
 
   it("answers a refresh 503 within the store's timeout while Redis stalls", async () => {
-    const { verifier, challenge } = await pkce();
-    const callback = await approvedCallback(site, { challenge });
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      site.as,
-      { client_id: DESKTOP },
-      await redeem(site, callback, verifier),
-    );
+    const tokens = await tokensFor(site);
     const answer = await frozen(() =>
       fetchWithin(
         `${site.base}/oauth/token`,

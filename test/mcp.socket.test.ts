@@ -20,6 +20,7 @@ import {
   connect,
   ERA,
   LINES,
+  postMcp,
   recordingFetch,
   type Site,
   sitesClosedAfterAll,
@@ -94,17 +95,11 @@ function modernCall(
   args: Record<string, unknown>,
   headerName = name,
 ) {
-  return fetch(s.mcpUrl, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": headerName,
-    },
-    body: JSON.stringify({
+  return postMcp(
+    s,
+    token,
+    "2026-07-28",
+    JSON.stringify({
       jsonrpc: "2.0",
       id: ++rpcId,
       method: "tools/call",
@@ -118,7 +113,8 @@ function modernCall(
         },
       },
     }),
-  });
+    { "mcp-method": "tools/call", "mcp-name": headerName },
+  );
 }
 
 function call(s: Site, token: string, name: string, args: Record<string, unknown> = {}) {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { activeGrant } from "./support/grants.ts";
-import { AGENT_ID, AGENT_SECRET, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
+import { AGENT_ID, AGENT_SECRET, postMcp, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
 
 const site = sitesClosedAfterAll();
 
@@ -22,16 +22,7 @@ async function mcpToken(s: Site, scope: string): Promise<string> {
 }
 
 function batch(s: Site, token: string, version: string, messages: unknown[]) {
-  return fetch(s.mcpUrl, {
-    method: "POST",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": version,
-    },
-    body: JSON.stringify(messages),
-  });
+  return postMcp(s, token, version, JSON.stringify(messages));
 }
 
 describe("a JSON-RPC batch", () => {
@@ -114,16 +105,7 @@ describe("odd bodies", () => {
         const s = await site();
         await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
         const token = await mcpToken(s, "read_notes");
-        const answer = await fetch(s.mcpUrl, {
-          method: "POST",
-          headers: {
-            authorization: `Bearer ${token}`,
-            "content-type": "application/json",
-            accept: "application/json, text/event-stream",
-            "mcp-protocol-version": version,
-          },
-          body,
-        });
+        const answer = await postMcp(s, token, version, body);
         const text = await answer.text();
         expect(answer.status, text).toBeLessThan(500);
         expect(s.errors, text).toEqual([]);

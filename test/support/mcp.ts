@@ -283,3 +283,24 @@ export function sitesClosedAfterAll(): (...args: Parameters<typeof mcpSite>) => 
     return made;
   };
 }
+
+/** A raw JSON-RPC POST to the site's MCP endpoint with `token`, as a Streamable HTTP client sends it. */
+export function postMcp(
+  s: Site,
+  token: string,
+  version: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(s.mcpUrl, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": version,
+      ...headers,
+    },
+    body,
+  });
+}
