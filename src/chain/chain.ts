@@ -1,11 +1,14 @@
+import { forwardedAnswer, settleAnswer } from "../core/forwarded-answer.ts";
 import {
   composeLegs,
   directLeg,
   type FetchHandler,
   type Handler,
   type Middleware,
+  onAnswer,
   promising,
 } from "../core/handler.ts";
+import { isResponse } from "../core/pass-through.ts";
 
 /**
  * An ordered list of middleware, outermost first: the counterpart of Go's
@@ -39,11 +42,20 @@ export class Chain {
    * `await`ing a chain (from an async factory, say) would never settle.
    */
   wrap(handler: FetchHandler): Handler {
-    return promising(composeLegs(this.#legs, handler));
+    // The legs edit the handler's answer through a forwarded answer, and the edits land on it once,
+    // on the way out: see `forwardedAnswer`.
+    const composed = composeLegs(this.#legs, (request, ...rest) =>
+      onAnswer(handler(request, ...rest), forwarding),
+    );
+    return promising((request, ...rest) => onAnswer(composed(request, ...rest), settleAnswer));
   }
 
   /** The whole chain as one `Middleware`, for adapters and for nesting chains. */
   get middleware(): Middleware {
     return this.#middleware;
   }
+}
+
+function forwarding(answer: Response): Response {
+  return isResponse(answer) ? forwardedAnswer(answer) : answer;
 }

@@ -18,7 +18,7 @@ export function isResponse(value: unknown): value is Response {
   // The pass-through answer first, by its own field: every direct leg asks this of it, and
   // `instanceof` goes through the runtime's generic check (about 200 instructions) each time.
   return (
-    (typeof value === "object" && value !== null && FIELDS in value) ||
+    (typeof value === "object" && value !== null && ANSWER_FIELDS in value) ||
     value instanceof RuntimeResponse ||
     value instanceof Response
   );
@@ -30,16 +30,17 @@ export function isResponse(value: unknown): value is Response {
 // body); the body methods, which only a leg of someone else's might call, go to a real empty
 // Response made on first use. Nothing reaches the runtime's internal slots, so this holds on
 // every runtime.
-const FIELDS = Symbol("portcullis.passThroughFields");
+/** Carried by the answers the library makes for its legs (this one, `forwardedAnswer`): their fields. */
+export const ANSWER_FIELDS = Symbol("portcullis.answerFields");
 const REAL = Symbol("portcullis.passThroughReal");
 
 interface PassThrough {
-  readonly [FIELDS]: FieldList;
+  readonly [ANSWER_FIELDS]: FieldList;
   [REAL]: Response | undefined;
 }
 
 function fieldsOf(response: unknown): FieldList {
-  const fields = (response as Partial<PassThrough>)[FIELDS];
+  const fields = (response as Partial<PassThrough>)[ANSWER_FIELDS];
   if (fields === undefined) throw new TypeError("Illegal invocation");
   return fields;
 }
@@ -54,7 +55,7 @@ function realOf(response: PassThrough): Response {
 }
 
 class PassThroughResponse implements PassThrough {
-  readonly [FIELDS] = new FieldList();
+  readonly [ANSWER_FIELDS] = new FieldList();
   [REAL]: Response | undefined = undefined;
 }
 
@@ -80,7 +81,7 @@ Object.setPrototypeOf(
     status: value(() => 200),
     statusText: value(() => PASS_THROUGH),
     ok: value(() => true),
-    headers: value((response) => response[FIELDS]),
+    headers: value((response) => response[ANSWER_FIELDS]),
     body: value(() => null),
     bodyUsed: value(() => false),
     type: value(() => "default"),
@@ -94,7 +95,7 @@ Object.setPrototypeOf(
     clone: {
       value(this: PassThrough): Response {
         const copy = new PassThroughResponse();
-        for (const [name, value] of fieldsOf(this)) copy[FIELDS].append(name, value);
+        for (const [name, value] of fieldsOf(this)) copy[ANSWER_FIELDS].append(name, value);
         return copy as unknown as Response;
       },
       writable: true,
