@@ -1,4 +1,4 @@
-import { forwardedAnswer, settleAnswer } from "../core/forwarded-answer.ts";
+import { forwardedAnswer, globalAnswersAreOwn, settleAnswer } from "../core/forwarded-answer.ts";
 import {
   composeLegs,
   directLeg,
@@ -8,7 +8,6 @@ import {
   onAnswer,
   promising,
 } from "../core/handler.ts";
-import { isResponse } from "../core/pass-through.ts";
 
 /**
  * An ordered list of middleware, outermost first: the counterpart of Go's
@@ -42,20 +41,24 @@ export class Chain {
    * `await`ing a chain (from an async factory, say) would never settle.
    */
   wrap(handler: FetchHandler): Handler {
-    // The legs edit the handler's answer through a forwarded answer, and the edits land on it once,
-    // on the way out: see `forwardedAnswer`.
-    const composed = composeLegs(this.#legs, (request, ...rest) =>
-      onAnswer(handler(request, ...rest), forwarding),
-    );
-    return promising((request, ...rest) => onAnswer(composed(request, ...rest), settleAnswer));
+    // The legs edit the handler's answer through a forwarded answer, and the edits land on it
+    // once, on the way out (see `forwardedAnswer`); unless answers are the library's own already.
+    let forwarding: FetchHandler | undefined;
+    let direct: FetchHandler | undefined;
+    return promising((request, ...rest) => {
+      if (globalAnswersAreOwn()) {
+        direct ??= composeLegs(this.#legs, handler);
+        return direct(request, ...rest);
+      }
+      forwarding ??= composeLegs(this.#legs, (inner, ...extra) =>
+        onAnswer(handler(inner, ...extra), forwardedAnswer),
+      );
+      return onAnswer(forwarding(request, ...rest), settleAnswer);
+    });
   }
 
   /** The whole chain as one `Middleware`, for adapters and for nesting chains. */
   get middleware(): Middleware {
     return this.#middleware;
   }
-}
-
-function forwarding(answer: Response): Response {
-  return isResponse(answer) ? forwardedAnswer(answer) : answer;
 }

@@ -3,7 +3,7 @@ import { Chain } from "../chain/chain.ts";
 import { FieldList } from "./field-list.ts";
 import { forwardedAnswer, settleAnswer } from "./forwarded-answer.ts";
 import type { Middleware } from "./handler.ts";
-import { isPassThrough, isResponse } from "./pass-through.ts";
+import { ANSWER_FIELDS, isPassThrough, isResponse } from "./pass-through.ts";
 
 const routeAnswer = () => {
   const response = new Response("body", {
@@ -116,5 +116,36 @@ describe("Chain.wrap", () => {
     const answering: Middleware = () => async () => own;
     const response = await new Chain(answering).wrap(() => routeAnswer())(new Request("http://h/"));
     expect(response).toBe(own);
+  });
+});
+
+describe("Chain.wrap where the global Response makes the library's own answers", () => {
+  it("hands the legs the handler's answer itself, with no forwarding", async () => {
+    const runtime = globalThis.Response;
+    const own = new Response("ok");
+    const seen: Response[] = [];
+    const watch: Middleware =
+      (next) =>
+      async (request, ...rest) => {
+        const response = await next(request, ...rest);
+        seen.push(response);
+        return response;
+      };
+    const handler = new Chain(watch).wrap(() => own);
+    function Light() {}
+    Light.prototype = Object.create(runtime.prototype, {
+      [ANSWER_FIELDS]: { get: () => undefined },
+    });
+    globalThis.Response = Light as unknown as typeof Response;
+    try {
+      expect(await handler(new Request("http://h/"))).toBe(own);
+    } finally {
+      globalThis.Response = runtime;
+    }
+    expect(seen).toEqual([own]);
+    const real = new Response("ok");
+    await new Chain(watch).wrap(() => real)(new Request("http://h/"));
+    expect(seen[1]).not.toBe(real);
+    expect(seen[1]?.headers).toBeInstanceOf(FieldList);
   });
 });

@@ -1,5 +1,5 @@
 import { FieldList } from "./field-list.ts";
-import { ANSWER_FIELDS } from "./pass-through.ts";
+import { ANSWER_FIELDS, isResponse } from "./pass-through.ts";
 import { withHeaders } from "./response.ts";
 
 /**
@@ -8,15 +8,27 @@ import { withHeaders } from "./response.ts";
  * real answer's, and its header fields are a `FieldList` the legs read and edit at map cost.
  * The runtime's `Headers` costs over a thousand instructions per `has` or `set` on Node, and a
  * chain asks a dozen of each. `settleAnswer` writes the edits onto the real answer (a copy
- * sharing its body when its headers are immutable) before it leaves the chain.
+ * sharing its body when its headers are immutable) before it leaves the chain. Anything else
+ * (an answer of the library's own, a value that is no answer) is handed back as it is.
  */
 export function forwardedAnswer(real: Response): Response {
+  // The library's own answers (serveFetch's light ones, the pass-through) edit at map cost already.
+  if (typeof real !== "object" || real === null || ANSWER_FIELDS in real || !isResponse(real))
+    return real;
   return new ForwardedAnswer(real) as unknown as Response;
 }
 
 /** The answer to hand on: a forwarded answer's real one with the legs' edits, anything else as is. */
 export function settleAnswer(answer: Response): Response {
-  return answer instanceof ForwardedAnswer ? answer.settle() : answer;
+  return ForwardedAnswer.is(answer) ? answer.settle() : answer;
+}
+
+/**
+ * Whether answers made with the global `Response` are the library's own (serveFetch puts its
+ * light answers there): forwarding them would cost a promise for nothing.
+ */
+export function globalAnswersAreOwn(): boolean {
+  return ANSWER_FIELDS in globalThis.Response.prototype;
 }
 
 const RuntimeResponse = globalThis.Response;
@@ -38,6 +50,11 @@ class ForwardedAnswer {
 
   static {
     realOf = (answer) => answer.#real;
+  }
+
+  // A brand check: `instanceof` walks every other answer's prototype chain.
+  static is(value: unknown): value is ForwardedAnswer {
+    return typeof value === "object" && value !== null && #real in value;
   }
 
   get headers(): Headers {

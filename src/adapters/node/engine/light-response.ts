@@ -1,4 +1,5 @@
 import { checkedName, checkedValue, FieldList } from "../../../core/field-list.ts";
+import { ANSWER_FIELDS } from "../../../core/pass-through.ts";
 
 /**
  * A `Response` for the common answer, a status with a string, bytes or no
@@ -182,6 +183,13 @@ LightResponse.prototype = Object.create(NativeResponse.prototype, {
     },
   },
   headers: {
+    get(this: Light) {
+      return headersOf(stateOf(this));
+    },
+  },
+  // Marks an answer of the library's own: legs recognise it without the runtime's `instanceof`,
+  // and edit its fields in place.
+  [ANSWER_FIELDS]: {
     get(this: Light) {
       return headersOf(stateOf(this));
     },
