@@ -15,6 +15,16 @@ export const ADAPTERS = [
   },
 ] as const;
 
+/**
+ * The same work by hand in the Fetch shape (a guard reading a Fetch `Request`, fields added to
+ * the answer), on each adapter from Node to Fetch: beside the reference on node:http, what the
+ * shape costs before any library, which the chain's legs share.
+ */
+export const FETCH_SHAPE = [
+  { title: "serveFetch", bare: "bare-fetch-servefetch", hand: "by-hand-servefetch" },
+  { title: "@hono/node-server", bare: "bare-fetch-hono-server", hand: "by-hand-fetch-hono-server" },
+] as const;
+
 /** One leg at a time: each variant's cost is counted over the variant with no legs. */
 export const LEG_ROWS = [
   [":empty", "the adapter, no legs"],
@@ -64,6 +74,7 @@ export function goalContenders(): string[] {
     for (const [leg] of LEG_ROWS) names.push(`${a.hand}${leg}`, `${a.chain}${leg}`);
     names.push(a.hand, a.chain);
   }
+  for (const shape of FETCH_SHAPE) names.push(shape.bare, shape.hand);
   for (const f of FRAMEWORKS) {
     names.push(f.bare, f.hand, f.chain);
     if (f.stack !== undefined) names.push(f.stack);
@@ -128,6 +139,14 @@ export function printGoals(
       "≤ 1.5x",
     );
   }
+  const native = ADAPTERS[0];
+  for (const shape of FETCH_SHAPE)
+    row(
+      `1. by hand, Fetch-shaped on ${shape.title} vs on node:http`,
+      added(shape.hand, shape.bare),
+      added(native.hand, native.bare),
+      "(the shape's own cost)",
+    );
   for (const f of FRAMEWORKS) {
     row(
       `2. ${f.title}: chain vs the same by hand`,

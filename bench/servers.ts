@@ -362,6 +362,16 @@ const SERVERS: Record<string, Serve> = {
 
   "bare-fetch-servefetch": () => onServeFetch(okResponse, true),
 
+  // The same work by hand in the Fetch shape, on the lightest adapter from Node to Fetch there is:
+  // what a chain whose legs read a Fetch Request pays at the least, whoever writes it.
+  "by-hand-fetch-hono-server": async (variant) => {
+    const guarded = byHandFetch(variant, okResponse);
+    // serve() hands the handler its bindings, the Node request among them.
+    const fetch = (request: Request, env?: unknown) =>
+      guarded(request, env as { incoming: IncomingMessage });
+    return { fetch, hono: true };
+  },
+
   "by-hand-servefetch": async (variant) => {
     const { serveFetch } = await load("adapters/node/index.js");
     const server = await serveFetch(byHandFetch(variant, okResponse), {

@@ -59,6 +59,8 @@ const LABELS: Record<string, string> = {
   "by-hand-node": "the same work by hand on node:http (reference)",
   "by-hand-express": "the same work by hand as Express middleware (reference)",
   "by-hand-servefetch": "the same work by hand before a Fetch handler on serveFetch (reference)",
+  "by-hand-fetch-hono-server":
+    "the same work by hand before a Fetch handler on @hono/node-server (Fetch-shaped reference)",
   "by-hand-fastify": "the same work by hand as a Fastify hook (reference)",
   "by-hand-koa": "the same work by hand as Koa middleware (reference)",
   "by-hand-hono": "the same work by hand as Hono middleware (reference)",
