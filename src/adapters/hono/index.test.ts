@@ -190,6 +190,26 @@ describe("honoMiddleware", () => {
     const response = await app.fetch(get("/x", "ada"));
     expect(await response.text()).toBe("ada");
   });
+
+  it("puts the chain's fields on what the route answers, its own fields first, immutable or not", async () => {
+    const app = new Hono();
+    app.use("*", honoMiddleware(newChain({ authorization: routes([anyRequest().permitAll()]) })));
+    app.get("/own", (c) => {
+      c.header("x-frame-options", "DENY");
+      c.header("set-cookie", "route=1", { append: true });
+      return c.text("ok");
+    });
+    app.get("/away", () => Response.redirect("https://example.test/next", 303));
+    const own = await app.fetch(get("/own"));
+    expect(own.headers.get("x-frame-options")).toBe("DENY");
+    expect(own.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(own.headers.getSetCookie()).toEqual(["route=1"]);
+    expect(await own.text()).toBe("ok");
+    const away = await app.fetch(get("/away"));
+    expect(away.status).toBe(303);
+    expect(away.headers.get("location")).toBe("https://example.test/next");
+    expect(away.headers.get("x-content-type-options")).toBe("nosniff");
+  });
 });
 
 describe("route-group guards behind newHandler(app.fetch)", () => {
