@@ -60,8 +60,6 @@ class ForwardedAnswer {
   get headers(): Headers {
     if (this.#fields !== undefined) return this.#fields;
     const own = this.#real.headers;
-    // The host's own field lists (serveFetch's answers) are edited in place.
-    if (own instanceof FieldList) return own;
     const fields = new FieldList();
     const seed = new Map<string, string>();
     for (const [name, value] of own) {
