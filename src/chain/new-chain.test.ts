@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import { decorating } from "../../test/support/legs.ts";
 import { routes } from "../authz/routes.ts";
 import { anyRequest, match } from "../authz/rules.ts";
 import { ANONYMOUS, authenticationFrom } from "../core/authentication.ts";
@@ -32,13 +33,7 @@ function throwing(error: unknown): Middleware {
 }
 
 /** Sets a marker header on whatever the rest of the chain answers. */
-const markerHeaders: Middleware =
-  (next) =>
-  async (request, ...rest) => {
-    const response = await next(request, ...rest);
-    response.headers.set("x-marker", "headers-leg");
-    return response;
-  };
+const markerHeaders = decorating({ "x-marker": "headers-leg" });
 
 async function expectBare500(response: Response, ...secrets: string[]): Promise<void> {
   expect(response.status).toBe(500);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { decorating } from "../../test/support/legs.ts";
 import { LightResponseClass } from "../adapters/node/engine/light-response.ts";
 import { Chain } from "../chain/chain.ts";
 import { FieldList } from "./field-list.ts";
@@ -97,13 +98,7 @@ describe("forwardedAnswer", () => {
 });
 
 describe("Chain.wrap", () => {
-  const decorate: Middleware =
-    (next) =>
-    async (request, ...rest) => {
-      const response = await next(request, ...rest);
-      response.headers.set("x-leg", "1");
-      return response;
-    };
+  const decorate = decorating({ "x-leg": "1" });
 
   it("hands the runtime the handler's own answer with the legs' fields", async () => {
     const real = routeAnswer();

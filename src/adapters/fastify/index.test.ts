@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
+import { decorating } from "../../../test/support/legs.ts";
 import { requireAuthenticated, requireRole } from "../../authz/require.ts";
 import { Chain } from "../../chain/chain.ts";
 import {
@@ -27,15 +28,7 @@ const signIn: Middleware =
       );
     return next(request, ...rest);
   };
-const decorate: Middleware =
-  (next) =>
-  async (request, ...rest) => {
-    const response = await next(request, ...rest);
-    response.headers.set("x-leg", "1");
-    response.headers.append("set-cookie", "a=1");
-    response.headers.append("set-cookie", "b=2");
-    return response;
-  };
+const decorate = decorating({ "x-leg": "1" }, ["a=1", "b=2"]);
 
 describe("fastifyPortcullis", () => {
   it("covers routes of plugins registered later and Fastify's own 404", async () => {

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { decorating } from "../../../test/support/legs.ts";
 import { requireAuthenticated, requireRole } from "../../authz/require.ts";
 import { routes } from "../../authz/routes.ts";
 import { anyRequest } from "../../authz/rules.ts";
@@ -94,13 +95,7 @@ describe("honoMiddleware", () => {
   });
 
   it("keeps headers a leg adds to the downstream response", async () => {
-    const decorate: Middleware =
-      (next) =>
-      async (request, ...rest) => {
-        const response = await next(request, ...rest);
-        response.headers.set("x-frame-options", "DENY");
-        return response;
-      };
+    const decorate = decorating({ "x-frame-options": "DENY" });
     const app = new Hono();
     app.use("*", honoMiddleware(decorate));
     app.get("/x", (c) => c.text("ok"));

@@ -1,5 +1,6 @@
 import Koa from "koa";
 import { afterEach, describe, expect, it } from "vitest";
+import { decorating } from "../../../test/support/legs.ts";
 import { serveListener, type TestServer } from "../../../test/support/listen.ts";
 import type { Middleware } from "../../core/handler.ts";
 import { koaMiddleware } from "./index.ts";
@@ -10,15 +11,7 @@ afterEach(async () => {
   served = undefined;
 });
 
-const decorate: Middleware =
-  (next) =>
-  async (request, ...rest) => {
-    const response = await next(request, ...rest);
-    response.headers.set("x-frame-options", "DENY");
-    response.headers.append("set-cookie", "a=1");
-    response.headers.append("set-cookie", "b=2");
-    return response;
-  };
+const decorate = decorating({ "x-frame-options": "DENY" }, ["a=1", "b=2"]);
 
 function app(...middleware: Koa.Middleware[]): Koa {
   const koa = new Koa();

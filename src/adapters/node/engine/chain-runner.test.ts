@@ -1,6 +1,7 @@
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Socket } from "node:net";
 import { describe, expect, it, vi } from "vitest";
+import { decorating } from "../../../../test/support/legs.ts";
 import { requireRole } from "../../../authz/require.ts";
 import { routes } from "../../../authz/routes.ts";
 import { anyRequest } from "../../../authz/rules.ts";
@@ -29,15 +30,7 @@ function pair(url = "/x", headers: Record<string, string> = {}) {
   return { req, res: new ServerResponse(req) };
 }
 
-const decorate: Middleware =
-  (next) =>
-  async (request, ...rest) => {
-    const response = await next(request, ...rest);
-    response.headers.set("x-leg", "1");
-    response.headers.append("set-cookie", "a=1");
-    response.headers.append("set-cookie", "b=2");
-    return response;
-  };
+const decorate = decorating({ "x-leg": "1" }, ["a=1", "b=2"]);
 
 const admin = createAuthentication("ada", ["ADMIN"]);
 const signIn: Middleware =
