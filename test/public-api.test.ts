@@ -31,3 +31,18 @@ describe("the public API", () => {
     expect(current).toEqual(expected);
   });
 });
+
+describe("the root entry", () => {
+  it("stays the application API: at most 60 runtime names, none of the agent side", async () => {
+    const root = Object.keys((await import(new URL("src/index.ts", ROOT).href)) as object);
+    expect(root.length).toBeLessThanOrEqual(60);
+    // Agent-side errors live on the paths of the modules that throw them.
+    for (const name of [
+      "ClientMetadataError",
+      "DpopNonceRequiredError",
+      "DpopProofInvalidError",
+      "JwtInvalidError",
+    ])
+      expect(root).not.toContain(name);
+  });
+});
