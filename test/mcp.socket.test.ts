@@ -512,11 +512,14 @@ describe("requests no SDK client sends", () => {
     const token = await mcpToken(s, "read_notes");
     const refused = await call(s, token, "add_note", { text: "x" });
     expect(refused.status).toBe(403);
-    const challenge = refused.headers.get("www-authenticate") ?? "";
-    expect(challenge).toMatch(/^Bearer /);
-    expect(challenge).toContain('error="insufficient_scope"');
-    expect(challenge).toContain('scope="add_note"');
-    expect(challenge).toContain(`resource_metadata="${s.base}${PRM_PATH}"`);
+    // Bearer alone: DPoP is off.
+    expect(refused.headers.get("www-authenticate")).toBe(
+      `Bearer error="insufficient_scope", scope="add_note", resource_metadata="${s.base}${PRM_PATH}"`,
+    );
+    expect(await refused.json()).toEqual({
+      error: "capability_not_granted",
+      message: "the token's scope does not include this tool",
+    });
     expect(s.ran).toEqual([]);
   });
 

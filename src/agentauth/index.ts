@@ -52,6 +52,7 @@ export {
   type McpToolOutcome,
   mcpResourceOf,
   mcpScopeChallenge,
+  mcpStepUp,
   mcpToolCall,
   mcpTools,
   openMcpSession,

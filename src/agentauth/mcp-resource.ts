@@ -7,7 +7,7 @@ import {
   invokeCapability,
   refusalContext,
 } from "./capability-call.ts";
-import { withDpopNonce } from "./dpop.ts";
+import { dpopSchemes, withDpopNonce } from "./dpop.ts";
 import { openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime, McpSettings } from "./runtime.ts";
 import type { JsonSchema } from "./schema.ts";
@@ -19,6 +19,7 @@ import {
   presentedToken,
   TOKEN_REQUIRED,
 } from "./session.ts";
+import { agentError, insufficientScopeChallenges } from "./wire.ts";
 
 /**
  * The MCP endpoint's side of agent authorization, for any MCP server library:
@@ -137,6 +138,25 @@ export function mcpScopeChallenge(
   if (!("error" in chosen) || chosen.error !== "capability_not_granted") return undefined;
   emitDenial(runtime, chosen, runtime.urls.mcp as string);
   return [name];
+}
+
+/**
+ * The MCP step-up answer to a `tools/call` that `mcpScopeChallenge` named
+ * scopes for: 403 `insufficient_scope` with the scopes to ask for and the
+ * resource metadata, under each scheme the endpoint accepts (`Bearer`, and
+ * `DPoP` when DPoP is on; `DPoP` alone when it is required), so a client
+ * steps up with the kind of token it holds.
+ */
+export function mcpStepUp(runtime: AgentRuntime, scopes: readonly string[]): Response {
+  const { metadataUrl } = mcpResourceOf(runtime);
+  const { dpop } = runtime;
+  return agentError("capability_not_granted", "the token's scope does not include this tool", {
+    challenges: insufficientScopeChallenges(
+      metadataUrl,
+      scopes.join(" "),
+      dpop === undefined ? undefined : dpopSchemes(dpop),
+    ),
+  });
 }
 
 /** What a `tools/call` came to, for the MCP server to answer. */

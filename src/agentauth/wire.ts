@@ -104,6 +104,26 @@ export function agentChallenges(
   return challenges;
 }
 
+/**
+ * The challenges of a 403 for a token whose scope lacks what was asked
+ * (RFC 6750 §3.1 `insufficient_scope`; MCP's step-up): under each scheme the
+ * resource accepts (`Bearer`, and `DPoP` with its algorithms when DPoP is on;
+ * `DPoP` alone when it is required), the scope to ask for and the resource's
+ * metadata, so that a client steps up with whichever scheme it holds.
+ */
+export function insufficientScopeChallenges(
+  resourceMetadata: string,
+  scope: string,
+  dpop?: Pick<DpopChallenge, "algorithms" | "bearer">,
+): string[] {
+  const params = { scope, resource_metadata: resourceMetadata };
+  const error = "insufficient_scope";
+  return [
+    ...(dpop === undefined || dpop.bearer ? [challenge("Bearer", { error, ...params })] : []),
+    ...(dpop === undefined ? [] : [challenge("DPoP", { error, algs: dpop.algorithms, ...params })]),
+  ];
+}
+
 /** An agent endpoint error: `{"error", "message", ...extra}`, never cached. */
 export function agentError(
   error: AgentErrorCode,

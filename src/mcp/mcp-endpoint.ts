@@ -14,6 +14,7 @@ import {
   type McpToolOutcome,
   mcpResourceOf,
   mcpScopeChallenge,
+  mcpStepUp,
   mcpToolCall,
   mcpTools,
   type OpenedSession,
@@ -94,6 +95,13 @@ const PUBLISH_ONLY: jsonSchemaValidator = {
 
 const FAILED = "the capability failed";
 
+/** One HTTP request's exchange with the SDK, for the server the factory makes for it. */
+interface Exchange {
+  readonly opened: OpenedSession;
+  /** The scopes of the step-up the SDK answered, when it answered one. */
+  stepUp?: readonly string[];
+}
+
 /**
  * An MCP endpoint (Streamable HTTP, stateless, both protocol eras) whose tools
  * are the capabilities of `agents` with a handler. Portcullis authenticates
@@ -107,9 +115,9 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
   const { url, metadataUrl } = mcpResourceOf(runtime);
   const settings = checkOptions(runtime, options);
   const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
-  const opened = new WeakMap<AuthInfo, OpenedSession>();
+  const exchanges = new WeakMap<AuthInfo, Exchange>();
   const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
-    const session = authInfo === undefined ? undefined : opened.get(authInfo);
+    const exchange = authInfo === undefined ? undefined : exchanges.get(authInfo);
     const server = new McpServer(
       { name: settings.name, version: settings.version },
       { capabilities: { tools: {} } },
@@ -121,15 +129,20 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
           ...config,
           // The MCP step-up: outside token ∩ grant, 403 insufficient_scope before the tool runs.
           scopeChallenge: () => {
-            if (session === undefined) return undefined;
-            const scopes = mcpScopeChallenge(runtime, session, tool.name);
-            return scopes === undefined ? undefined : { scopes };
+            if (exchange === undefined) return undefined;
+            const scopes = mcpScopeChallenge(runtime, exchange.opened, tool.name);
+            if (scopes === undefined) return undefined;
+            exchange.stepUp ??= scopes;
+            return { scopes };
           },
         },
         async (args: unknown) =>
-          session === undefined || requestInfo === undefined
+          exchange === undefined || requestInfo === undefined
             ? toolError(FAILED)
-            : toolResult(tool, await mcpToolCall(runtime, session, tool.name, args, requestInfo)),
+            : toolResult(
+                tool,
+                await mcpToolCall(runtime, exchange.opened, tool.name, args, requestInfo),
+              ),
       );
     return server;
   };
@@ -141,22 +154,23 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
   const handler: Handler = async (request) => {
     const origin = request.headers.get("origin");
     if (origin !== null && !settings.origins.has(origin)) return forbiddenOrigin();
-    const session = await openMcpSession(runtime, request);
-    if (session instanceof Response) return session;
-    const authInfo: AuthInfo = {
-      // The token's id, not the token: nothing behind the SDK needs to be able to present it.
-      token: session.claims.jti,
-      clientId: session.session.principalId,
-      scopes: [...session.session.capabilities],
-      expiresAt: session.session.expiresAt,
-      resource: new URL(url),
-      resourceMetadataUrl: metadataUrl,
-    };
-    opened.set(authInfo, session);
+    const opened = await openMcpSession(runtime, request);
+    if (opened instanceof Response) return opened;
     // Read here, bounded, once the caller is known: the SDK then parses nothing again.
     const body =
       request.method === "POST" ? await readBody(request, settings.maxBodyBytes) : undefined;
     if (body instanceof Response) return withMcpNonce(runtime, request, body);
+    const authInfo: AuthInfo = {
+      // The token's id, not the token: nothing behind the SDK needs to be able to present it.
+      token: opened.claims.jti,
+      clientId: opened.session.principalId,
+      scopes: [...opened.session.capabilities],
+      expiresAt: opened.session.expiresAt,
+      resource: new URL(url),
+      resourceMetadataUrl: metadataUrl,
+    };
+    const exchange: Exchange = { opened };
+    exchanges.set(authInfo, exchange);
     let answer: Response;
     try {
       answer = await sdk.fetch(request, {
@@ -167,6 +181,9 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
       reportError(runtime.onError, error, request);
       answer = jsonRpcError(500, -32603, "the request could not be completed");
     }
+    // The SDK's step-up names Bearer only; ours names the schemes this resource accepts.
+    if (exchange.stepUp !== undefined && answer.status === 403)
+      answer = mcpStepUp(runtime, exchange.stepUp);
     return withMcpNonce(runtime, request, answer);
   };
   return Object.freeze({

@@ -176,9 +176,16 @@ export async function approveAs(agents: AgentAuth, userCode: string, human = "al
   if (answer.status !== 200) throw new Error(`approval refused: ${answer.status}`);
 }
 
-/** A `fetch` that keeps every request it sends and the answer's status. */
+/** A `fetch` that keeps every request it sends and the answer's status and fields. */
 export function recordingFetch() {
-  const log: { method: string; url: string; headers: Headers; body: string; status: number }[] = [];
+  const log: {
+    method: string;
+    url: string;
+    headers: Headers;
+    body: string;
+    status: number;
+    answered: Headers;
+  }[] = [];
   const fetchAndRecord = async (input: string | URL | Request, init?: RequestInit) => {
     const request = new Request(input, init);
     const body = request.method === "POST" ? await request.clone().text() : "";
@@ -189,6 +196,7 @@ export function recordingFetch() {
       headers: request.headers,
       body,
       status: response.status,
+      answered: new Headers(response.headers),
     });
     return response;
   };
