@@ -118,9 +118,11 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
   const exchanges = new WeakMap<AuthInfo, Exchange>();
   const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
     const exchange = authInfo === undefined ? undefined : exchanges.get(authInfo);
+    // Stateless: no stream stays open to send notifications/tools/list_changed on, and the tools
+    // are the registry's, fixed when the endpoint is built.
     const server = new McpServer(
       { name: settings.name, version: settings.version },
-      { capabilities: { tools: {} } },
+      { capabilities: { tools: { listChanged: false } } },
     );
     for (const { tool, config } of tools)
       server.registerTool(

@@ -209,6 +209,7 @@ export type Line = (typeof LINES)[number];
 
 /** What the tests use of either line's `Client`. */
 export interface AnyClient {
+  getServerCapabilities(): Record<string, unknown> | undefined;
   listTools(): Promise<{ tools: Record<string, unknown>[] }>;
   callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<{
     isError?: boolean;
@@ -292,11 +293,14 @@ export function sitesClosedAfterAll(): (...args: Parameters<typeof mcpSite>) => 
   };
 }
 
-/** A raw JSON-RPC POST to the site's MCP endpoint with `token`, as a Streamable HTTP client sends it. */
+/**
+ * A raw JSON-RPC POST to the site's MCP endpoint with `token`, as a Streamable HTTP client sends
+ * it; `version` undefined sends no `mcp-protocol-version`, as a 2025-03-26 client does.
+ */
 export function postMcp(
   s: Site,
   token: string,
-  version: string,
+  version: string | undefined,
   body: string,
   headers: Record<string, string> = {},
 ): Promise<Response> {
@@ -306,9 +310,22 @@ export function postMcp(
       authorization: `Bearer ${token}`,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
-      "mcp-protocol-version": version,
+      ...(version === undefined ? {} : { "mcp-protocol-version": version }),
       ...headers,
     },
     body,
   });
+}
+
+/** The JSON-RPC messages of an answer: its JSON body (one message or a list), or its SSE events. */
+export async function rpcAnswers(response: Response): Promise<Record<string, unknown>[]> {
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    const parsed = JSON.parse(text) as Record<string, unknown> | Record<string, unknown>[];
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => JSON.parse(line.slice("data: ".length)) as Record<string, unknown>);
 }
