@@ -1,14 +1,21 @@
 /**
  * The MCP endpoint against requests no stock client sends: JSON-RPC batches
- * of the 2025 protocol era, methods other than POST.
+ * (only 2025-03-26 has them), methods other than POST.
  */
 import { describe, expect, it } from "vitest";
 import { activeGrant } from "./support/grants.ts";
-import { AGENT_ID, AGENT_SECRET, postMcp, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
+import {
+  AGENT_ID,
+  AGENT_SECRET,
+  postMcp,
+  rpcAnswers,
+  type Site,
+  sitesClosedAfterAll,
+} from "./support/mcp.ts";
 
 const site = sitesClosedAfterAll();
 
-async function mcpToken(s: Site, scope: string): Promise<string> {
+async function mcpToken(s: Site, scope = "read_notes add_note"): Promise<string> {
   const response = await fetch(`${s.base}/oauth/token`, {
     method: "POST",
     headers: {
@@ -21,9 +28,111 @@ async function mcpToken(s: Site, scope: string): Promise<string> {
   return ((await response.json()) as { access_token: string }).access_token;
 }
 
-function batch(s: Site, token: string, version: string, messages: unknown[]) {
+function batch(s: Site, token: string, version: string | undefined, messages: unknown[]) {
   return postMcp(s, token, version, JSON.stringify(messages));
 }
+
+let rpcId = 0;
+
+/** A `tools/call` message; `args` as JSON text, so that it may carry keys an object literal cannot. */
+function toolCall(name: string, args = "{}"): string {
+  return `{"jsonrpc":"2.0","id":${++rpcId},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args}}}`;
+}
+
+/** What a tool call answered: the JSON-RPC error's code, or the result's `isError` and text. */
+function outcome(message: Record<string, unknown> | undefined) {
+  if (message === undefined) return "no answer";
+  const error = message.error as { code: number } | undefined;
+  if (error !== undefined) return { code: error.code };
+  const result = message.result as { isError?: boolean; content: { text: string }[] };
+  return { isError: result.isError ?? false, text: result.content[0]?.text };
+}
+
+describe("a JSON-RPC batch under a revision that has none", () => {
+  // 2025-06-18 removed batching; the modern revision never had it; a client of those sends
+  // its version on every request.
+  for (const version of ["2025-06-18", "2025-11-25", "2026-07-28"])
+    it(`is refused whole, 400 invalid request, with a reusable token (${version})`, async () => {
+      const s = await site();
+      await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+      const token = await mcpToken(s);
+      const answer = await postMcp(
+        s,
+        token,
+        version,
+        `[${toolCall("read_notes")},${toolCall("read_notes")}]`,
+      );
+      expect(answer.status).toBe(400);
+      expect(await answer.json()).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: expect.stringContaining("batch") },
+      });
+      expect(s.ran).toEqual([]);
+      // The token is still good for single messages.
+      const single = await postMcp(
+        s,
+        token,
+        version === "2026-07-28" ? "2025-11-25" : version,
+        toolCall("read_notes"),
+      );
+      expect(single.status).toBe(200);
+      expect(s.ran).toEqual(["read_notes"]);
+    });
+});
+
+describe("a JSON-RPC batch of 2025-03-26 (no version header, or that one)", () => {
+  for (const version of [undefined, "2025-03-26"])
+    it(`is refused whole with a single-use token: one token, one call (${version ?? "no header"})`, async () => {
+      const s = await site({ mcp: { singleUseBearer: true } });
+      await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+      const token = await mcpToken(s);
+      const calls = Array.from({ length: 100 }, () => toolCall("read_notes"));
+      const answer = await postMcp(s, token, version, `[${calls.join(",")}]`);
+      expect(answer.status).toBe(400);
+      expect(await answer.json()).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: expect.stringContaining("single-use") },
+      });
+      // Even a batch of one: a single-use token carries one message, never a list.
+      const fresh = await mcpToken(s);
+      const one = await postMcp(s, fresh, version, `[${toolCall("read_notes")}]`);
+      expect(one.status).toBe(400);
+      expect(s.ran).toEqual([]);
+      // The token was spent by the request that carried it, as any request spends it.
+      expect((await postMcp(s, token, version, toolCall("read_notes"))).status).toBe(401);
+      // One token, one message.
+      const next = await mcpToken(s);
+      expect((await postMcp(s, next, version, toolCall("read_notes"))).status).toBe(200);
+      expect(s.ran).toEqual(["read_notes"]);
+    });
+
+  it("runs each tools/call of a reusable token's batch on its own decision, and answers each", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);
+    const token = await mcpToken(s);
+    const answer = await postMcp(
+      s,
+      token,
+      undefined,
+      `[${toolCall("read_notes")},${toolCall("add_note", '{"text":"one"}')},${toolCall("add_note", '{"text":""}')}]`,
+    );
+    expect(answer.status).toBe(200);
+    const answers = await rpcAnswers(answer);
+    const byId = new Map(answers.map((message) => [message.id, message]));
+    const ids = [rpcId - 2, rpcId - 1, rpcId];
+    expect(ids.map((id) => outcome(byId.get(id)))).toEqual([
+      { isError: false, text: '{"notes":["first"]}' },
+      { isError: false, text: '{"count":2}' },
+      {
+        isError: true,
+        text: expect.stringMatching(/^the arguments do not match the input schema: /),
+      },
+    ]);
+    expect(s.ran).toEqual(["read_notes", "add_note:one"]);
+  });
+});
 
 describe("a JSON-RPC batch", () => {
   for (const version of ["2025-03-26", "2025-06-18", "2025-11-25"])

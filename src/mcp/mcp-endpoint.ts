@@ -102,6 +102,9 @@ interface Exchange {
   stepUp?: readonly string[];
 }
 
+/** The one revision with JSON-RPC batches; 2025-06-18 removed them. A request without a version is of it. */
+const BATCH_REVISION = "2025-03-26";
+
 /**
  * An MCP endpoint (Streamable HTTP, stateless, both protocol eras) whose tools
  * are the capabilities of `agents` with a handler. Portcullis authenticates
@@ -112,7 +115,8 @@ interface Exchange {
  */
 export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
   const runtime = agents.runtime;
-  const { url, metadataUrl } = mcpResourceOf(runtime);
+  const { url, metadataUrl, settings: resource } = mcpResourceOf(runtime);
+  const single = resource.singleUseBearer;
   const settings = checkOptions(runtime, options);
   const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
   const exchanges = new WeakMap<AuthInfo, Exchange>();
@@ -162,6 +166,8 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     const body =
       request.method === "POST" ? await readBody(request, settings.maxBodyBytes) : undefined;
     if (body instanceof Response) return withMcpNonce(runtime, request, body);
+    const refused = body === undefined ? undefined : admit(body.value, request, single);
+    if (refused !== undefined) return withMcpNonce(runtime, request, refused);
     const authInfo: AuthInfo = {
       // The token's id, not the token: nothing behind the SDK needs to be able to present it.
       token: opened.claims.jti,
@@ -284,6 +290,25 @@ async function readBody(
   if (read.ok) return { value: read.value };
   const [status, code, message] = BODY_REFUSALS[read.failure];
   return jsonRpcError(status, code, message);
+}
+
+/**
+ * What a body may hold before the SDK sees it: a list of messages (a JSON-RPC
+ * batch) only under 2025-03-26, the one revision that has batches, and never
+ * with a single-use token: one token, one message. The answer when refused.
+ */
+function admit(body: unknown, request: Request, singleUse: boolean): Response | undefined {
+  if (!Array.isArray(body)) return undefined;
+  const version = request.headers.get("mcp-protocol-version")?.trim();
+  if (version !== undefined && version !== BATCH_REVISION)
+    return jsonRpcError(400, -32600, "this protocol revision has no JSON-RPC batches");
+  if (singleUse)
+    return jsonRpcError(
+      400,
+      -32600,
+      "a single-use token carries one message: send each with a token of its own, not a batch",
+    );
+  return undefined;
 }
 
 function forbiddenOrigin(): Response {
