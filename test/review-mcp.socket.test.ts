@@ -1,6 +1,7 @@
 /**
  * The MCP endpoint against requests no stock client sends: JSON-RPC batches
- * (only 2025-03-26 has them), methods other than POST.
+ * (only 2025-03-26 has them), prototype keys in tool arguments, methods other
+ * than POST.
  */
 import { describe, expect, it } from "vitest";
 import { activeGrant } from "./support/grants.ts";
@@ -46,6 +47,22 @@ function outcome(message: Record<string, unknown> | undefined) {
   if (error !== undefined) return { code: error.code };
   const result = message.result as { isError?: boolean; content: { text: string }[] };
   return { isError: result.isError ?? false, text: result.content[0]?.text };
+}
+
+/** The 2026-07-28 form of a `tools/call`, with its envelope and headers. */
+function modernCall(s: Site, token: string, name: string, args: string) {
+  const meta = JSON.stringify({
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1.0.0" },
+    "io.modelcontextprotocol/clientCapabilities": {},
+  });
+  return postMcp(
+    s,
+    token,
+    "2026-07-28",
+    `{"jsonrpc":"2.0","id":${++rpcId},"method":"tools/call","params":{"name":${JSON.stringify(name)},"arguments":${args},"_meta":${meta}}}`,
+    { "mcp-method": "tools/call", "mcp-name": name },
+  );
 }
 
 describe("a JSON-RPC batch under a revision that has none", () => {
@@ -116,12 +133,12 @@ describe("a JSON-RPC batch of 2025-03-26 (no version header, or that one)", () =
       s,
       token,
       undefined,
-      `[${toolCall("read_notes")},${toolCall("add_note", '{"text":"one"}')},${toolCall("add_note", '{"text":""}')}]`,
+      `[${toolCall("read_notes")},${toolCall("add_note", '{"text":"one"}')},${toolCall("add_note", '{"text":""}')},${toolCall("add_note", '{"text":"two","__proto__":{"text":"x"}}')}]`,
     );
     expect(answer.status).toBe(200);
     const answers = await rpcAnswers(answer);
     const byId = new Map(answers.map((message) => [message.id, message]));
-    const ids = [rpcId - 2, rpcId - 1, rpcId];
+    const ids = [rpcId - 3, rpcId - 2, rpcId - 1, rpcId];
     expect(ids.map((id) => outcome(byId.get(id)))).toEqual([
       { isError: false, text: '{"notes":["first"]}' },
       { isError: false, text: '{"count":2}' },
@@ -129,8 +146,99 @@ describe("a JSON-RPC batch of 2025-03-26 (no version header, or that one)", () =
         isError: true,
         text: expect.stringMatching(/^the arguments do not match the input schema: /),
       },
+      { isError: true, text: expect.stringContaining("__proto__") },
     ]);
     expect(s.ran).toEqual(["read_notes", "add_note:one"]);
+  });
+});
+
+describe("a prototype key in tool arguments", () => {
+  const poisoned: [string, string, string][] = [
+    ["__proto__ beside the text", "add_note", '{"text":"x","__proto__":{"text":"y"}}'],
+    ["__proto__ alone", "add_note", '{"__proto__":{"text":"y"}}'],
+    ["__proto__ nested, no input schema", "read_notes", '{"filter":{"__proto__":{"all":true}}}'],
+    ["__proto__ in a list", "read_notes", '{"filter":[{"__proto__":{"all":true}}]}'],
+    ["constructor", "read_notes", '{"constructor":{"prototype":{"all":true}}}'],
+    ["prototype", "read_notes", '{"prototype":{"all":true}}'],
+  ];
+  for (const version of [undefined, "2025-11-25", "2026-07-28"])
+    for (const [name, tool, args] of poisoned)
+      it(`is refused as bad arguments before anything runs: ${name} (${version ?? "no header"})`, async () => {
+        const s = await site();
+        const grant = await activeGrant(s.agents.runtime.grants, Date.now(), [
+          "read_notes",
+          "add_note",
+        ]);
+        const token = await mcpToken(s);
+        const answer =
+          version === "2026-07-28"
+            ? await modernCall(s, token, tool, args)
+            : await postMcp(s, token, version, toolCall(tool, args));
+        expect(answer.status).toBe(200);
+        const [message] = await rpcAnswers(answer);
+        expect(outcome(message)).toEqual({
+          isError: true,
+          text: expect.stringMatching(
+            /^the arguments do not match the input schema: .*the key (__proto__|constructor|prototype) is not allowed/,
+          ),
+        });
+        expect(s.ran).toEqual([]);
+        expect(s.events).toContainEqual({
+          type: "execute.denied",
+          error: "invalid_request",
+          principalId: AGENT_ID,
+          grantId: grant.grantId,
+          capability: tool,
+          via: "mcp",
+        });
+        // The same token runs clean arguments.
+        const clean =
+          version === "2026-07-28"
+            ? await modernCall(s, token, "add_note", '{"text":"ok"}')
+            : await postMcp(s, token, version, toolCall("add_note", '{"text":"ok"}'));
+        expect(outcome((await rpcAnswers(clean))[0])).toEqual({
+          isError: false,
+          text: '{"count":2}',
+        });
+        expect(s.ran).toEqual(["add_note:ok"]);
+      });
+
+  it("is refused as at execute: the same message from the same check", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);
+    const executeToken = async () => {
+      const response = await fetch(`${s.base}/oauth/token`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          authorization: `Basic ${btoa(`${AGENT_ID}:${AGENT_SECRET}`)}`,
+        },
+        body: new URLSearchParams({ grant_type: "client_credentials", scope: "add_note" }),
+      });
+      return ((await response.json()) as { access_token: string }).access_token;
+    };
+    const atExecute = await fetch(`${s.base}/capability/execute`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${await executeToken()}`,
+        "content-type": "application/json",
+      },
+      body: '{"capability":"add_note","arguments":{"text":"x","__proto__":{"text":"y"}}}',
+    });
+    expect(atExecute.status).toBe(400);
+    const { errors } = (await atExecute.json()) as { errors: { path: string; message: string }[] };
+    const atMcp = await postMcp(
+      s,
+      await mcpToken(s),
+      "2025-11-25",
+      toolCall("add_note", '{"text":"x","__proto__":{"text":"y"}}'),
+    );
+    const [message] = await rpcAnswers(atMcp);
+    expect(outcome(message)).toEqual({
+      isError: true,
+      text: `the arguments do not match the input schema: ${errors.map((e) => `${e.path}: ${e.message}`).join("; ")}`,
+    });
+    expect(s.ran).toEqual([]);
   });
 });
 

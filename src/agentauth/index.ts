@@ -55,6 +55,7 @@ export {
   mcpStepUp,
   mcpToolCall,
   mcpTools,
+  mcpUnsafeArguments,
   openMcpSession,
   withMcpNonce,
 } from "./mcp-resource.ts";

@@ -10,7 +10,7 @@ import {
 import { dpopSchemes, withDpopNonce } from "./dpop.ts";
 import { openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime, McpSettings } from "./runtime.ts";
-import type { JsonSchema } from "./schema.ts";
+import { checkPlainArguments, type JsonSchema } from "./schema.ts";
 import {
   type AgentSession,
   emitDenial,
@@ -157,6 +157,19 @@ export function mcpStepUp(runtime: AgentRuntime, scopes: readonly string[]): Res
       dpop === undefined ? undefined : dpopSchemes(dpop),
     ),
   });
+}
+
+/**
+ * Whether the arguments of a `tools/call` are refused whatever the tool's
+ * schema: a prototype key (`__proto__`, `constructor`, `prototype`) at any
+ * depth, or nesting past the argument check's bound. An MCP library's own
+ * parsing may drop a `__proto__` key (JavaScript takes it for the object's
+ * prototype) and run the tool on what is left: hand such arguments to
+ * `mcpToolCall` as parsed from the body (`JSON.parse` keeps the key as data),
+ * never to the library.
+ */
+export function mcpUnsafeArguments(args: unknown): boolean {
+  return checkPlainArguments(args).length > 0;
 }
 
 /** What a `tools/call` came to, for the MCP server to answer. */

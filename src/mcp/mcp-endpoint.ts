@@ -6,6 +6,7 @@ import {
   type jsonSchemaValidator,
   McpServer,
   type McpServerFactory,
+  type ServerContext,
 } from "@modelcontextprotocol/server";
 import {
   type AgentAuth,
@@ -17,6 +18,7 @@ import {
   mcpStepUp,
   mcpToolCall,
   mcpTools,
+  mcpUnsafeArguments,
   type OpenedSession,
   openMcpSession,
   withMcpNonce,
@@ -98,6 +100,8 @@ const FAILED = "the capability failed";
 /** One HTTP request's exchange with the SDK, for the server the factory makes for it. */
 interface Exchange {
   readonly opened: OpenedSession;
+  /** Arguments the SDK was not given, by JSON-RPC id: they are checked as the client sent them. */
+  readonly withheld: ReadonlyMap<unknown, unknown>;
   /** The scopes of the step-up the SDK answered, when it answered one. */
   stepUp?: readonly string[];
 }
@@ -142,13 +146,19 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
             return { scopes };
           },
         },
-        async (args: unknown) =>
-          exchange === undefined || requestInfo === undefined
-            ? toolError(FAILED)
-            : toolResult(
-                tool,
-                await mcpToolCall(runtime, exchange.opened, tool.name, args, requestInfo),
-              ),
+        async (args: unknown, context: ServerContext) => {
+          if (exchange === undefined || requestInfo === undefined) return toolError(FAILED);
+          const { id } = context.mcpReq;
+          const given = exchange.withheld.has(id) ? exchange.withheld.get(id) : args;
+          const outcome = await mcpToolCall(
+            runtime,
+            exchange.opened,
+            tool.name,
+            given,
+            requestInfo,
+          );
+          return toolResult(tool, outcome);
+        },
       );
     return server;
   };
@@ -166,7 +176,8 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     const body =
       request.method === "POST" ? await readBody(request, settings.maxBodyBytes) : undefined;
     if (body instanceof Response) return withMcpNonce(runtime, request, body);
-    const refused = body === undefined ? undefined : admit(body.value, request, single);
+    const withheld = new Map<unknown, unknown>();
+    const refused = body === undefined ? undefined : admit(body.value, request, single, withheld);
     if (refused !== undefined) return withMcpNonce(runtime, request, refused);
     const authInfo: AuthInfo = {
       // The token's id, not the token: nothing behind the SDK needs to be able to present it.
@@ -177,7 +188,7 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
       resource: new URL(url),
       resourceMetadataUrl: metadataUrl,
     };
-    const exchange: Exchange = { opened };
+    const exchange: Exchange = { opened, withheld };
     exchanges.set(authInfo, exchange);
     let answer: Response;
     try {
@@ -293,12 +304,23 @@ async function readBody(
 }
 
 /**
- * What a body may hold before the SDK sees it: a list of messages (a JSON-RPC
+ * What a body may hold before the SDK sees it. A list of messages (a JSON-RPC
  * batch) only under 2025-03-26, the one revision that has batches, and never
- * with a single-use token: one token, one message. The answer when refused.
+ * with a single-use token: one token, one message. A `tools/call` whose
+ * arguments are refused whatever the schema (a prototype key) has them
+ * withheld from the SDK, whose parsing would drop `__proto__` and run the tool
+ * on the rest: the tool call checks them as sent. The answer when refused.
  */
-function admit(body: unknown, request: Request, singleUse: boolean): Response | undefined {
-  if (!Array.isArray(body)) return undefined;
+function admit(
+  body: unknown,
+  request: Request,
+  singleUse: boolean,
+  withheld: Map<unknown, unknown>,
+): Response | undefined {
+  if (!Array.isArray(body)) {
+    withhold(body, withheld);
+    return undefined;
+  }
   const version = request.headers.get("mcp-protocol-version")?.trim();
   if (version !== undefined && version !== BATCH_REVISION)
     return jsonRpcError(400, -32600, "this protocol revision has no JSON-RPC batches");
@@ -308,7 +330,20 @@ function admit(body: unknown, request: Request, singleUse: boolean): Response | 
       -32600,
       "a single-use token carries one message: send each with a token of its own, not a batch",
     );
+  for (const message of body) withhold(message, withheld);
   return undefined;
+}
+
+function withhold(message: unknown, withheld: Map<unknown, unknown>): void {
+  if (!isRecord(message) || message.method !== "tools/call") return;
+  const { params } = message;
+  if (!isRecord(params) || !mcpUnsafeArguments(params.arguments)) return;
+  withheld.set(message.id, params.arguments);
+  params.arguments = {};
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function forbiddenOrigin(): Response {
