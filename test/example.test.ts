@@ -156,6 +156,45 @@ describe("the Hono example over a real socket", () => {
   });
 });
 
+describe("the example's trusted browser origin", () => {
+  const APP = "https://app.example.test";
+  const FOREIGN = "https://evil.example";
+
+  it("reaches /mcp as CORS and CSRF let it: the preflight passes, the endpoint asks for a token", async () => {
+    const preflight = await fetch(`${base}/mcp`, {
+      method: "OPTIONS",
+      headers: {
+        origin: APP,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type,mcp-protocol-version",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe(APP);
+    const allowed = (preflight.headers.get("access-control-allow-headers") ?? "").toLowerCase();
+    for (const name of ["authorization", "content-type", "mcp-protocol-version"])
+      expect(allowed).toContain(name);
+    const call = (origin: string) =>
+      fetch(`${base}/mcp`, {
+        method: "POST",
+        headers: {
+          origin,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+      });
+    // The endpoint's own 401 challenge, not the 403 of an origin it refuses.
+    const fromApp = await call(APP);
+    expect(fromApp.status).toBe(401);
+    expect(fromApp.headers.get("www-authenticate")).toMatch(/^Bearer resource_metadata=/);
+    expect(fromApp.headers.get("access-control-allow-origin")).toBe(APP);
+    const foreign = await call(FOREIGN);
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
 describe("the example's approval page", () => {
   it("shows an agent name and capability descriptions containing markup as text", async () => {
     const { reviewPage } = await import("../examples/hono/pages.ts");

@@ -1,8 +1,9 @@
 /**
  * The MCP endpoint with DPoP on, over a real socket, driven by the MCP SDK
  * 2.4 client with `provider.dpop()` (SEP-1932): one DPoP-bound token for
- * many calls, a fresh proof for each, and what a thief holding a recorded
- * request can do with it (nothing).
+ * many calls, a fresh proof for each, the step-up challenge naming the
+ * schemes the endpoint accepts, and what a thief holding a recorded request
+ * can do with it (nothing).
  */
 import { DpopSession } from "@modelcontextprotocol/client";
 import { decodeJwt, decodeProtectedHeader } from "jose";
@@ -11,6 +12,7 @@ import { activeGrant } from "./support/grants.ts";
 import { connect, LINES, recordingFetch, type Site, sitesClosedAfterAll } from "./support/mcp.ts";
 
 const NONCE_SECRET = "a-dpop-nonce-secret-of-32-characters-or-more";
+const PRM_PATH = "/.well-known/oauth-protected-resource/mcp";
 const closedAfterAll = sitesClosedAfterAll();
 
 async function site(nonces: boolean): Promise<Site> {
@@ -105,4 +107,38 @@ describe.each([
     expect(noProof.status).toBe(401);
     expect(s.ran).toHaveLength(ran);
   });
+});
+
+describe.each([
+  ["required", true],
+  ["optional", false],
+])("the step-up at /mcp with DPoP %s", (_name, required) => {
+  for (const line of LINES.filter((l) => l !== "sdk 1.32"))
+    it(`names the schemes the endpoint accepts, and the ${line} client steps up with its key`, async () => {
+      const s = await closedAfterAll({ dpop: { required }, mcp: { scopes: ["read_notes"] } });
+      await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);
+      const recorded = recordingFetch();
+      const dpop = await DpopSession.create();
+      const client = await connect(line, s.base, s.mcpUrl, { fetch: recorded.fetch, dpop });
+      await client.callTool({ name: "read_notes", arguments: {} });
+      const added = await client.callTool({ name: "add_note", arguments: { text: "more" } });
+      const tokens = client.provider.tokens() as { access_token: string };
+      await client.close();
+      expect(added.structuredContent).toEqual({ count: 2 });
+      expect(s.ran).toEqual(["read_notes", "add_note:more"]);
+      const stepUp = recorded.log.filter((entry) => entry.status === 403);
+      expect(stepUp).toHaveLength(1);
+      const metadata = `resource_metadata="${s.base}${PRM_PATH}"`;
+      const onDpop = `DPoP error="insufficient_scope", algs="ES256 EdDSA Ed25519", scope="add_note", ${metadata}`;
+      // Bearer is refused when DPoP is required: a challenge for it would lead nowhere.
+      expect(stepUp[0]?.answered.get("www-authenticate")).toBe(
+        required
+          ? onDpop
+          : `Bearer error="insufficient_scope", scope="add_note", ${metadata}, ${onDpop}`,
+      );
+      expect(decodeJwt(tokens.access_token)).toMatchObject({
+        cnf: { jkt: expect.any(String) },
+        capabilities: expect.arrayContaining(["read_notes", "add_note"]),
+      });
+    });
 });

@@ -22,6 +22,7 @@ import {
   LINES,
   postMcp,
   recordingFetch,
+  rpcAnswers,
   type Site,
   sitesClosedAfterAll,
 } from "./support/mcp.ts";
@@ -304,6 +305,15 @@ describe.each(LINES)("the SDK client (%s)", (line) => {
     expect(byName.fail?.inputSchema).toEqual({ type: "object" });
   });
 
+  it("is told the tool list never changes: a stateless endpoint has no stream to say so on", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+    const client = await connect(line, s.base, s.mcpUrl);
+    const capabilities = client.getServerCapabilities();
+    await client.close();
+    expect(capabilities?.tools).toEqual({ listChanged: false });
+  });
+
   it("calls a tool: structured content, the handler once, events via mcp, one token for every call", async () => {
     const s = await site();
     await activeGrant(s.agents.runtime.grants, Date.now(), [
@@ -506,17 +516,49 @@ describe("requests no SDK client sends", () => {
     expect(s.ran).toEqual(["read_notes"]);
   });
 
+  it("answers initialize with tools.listChanged false, in every 2025 revision", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+    const token = await mcpToken(s);
+    for (const version of ["2025-03-26", "2025-06-18", "2025-11-25"]) {
+      const answer = await postMcp(
+        s,
+        token,
+        undefined,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: {
+            protocolVersion: version,
+            capabilities: {},
+            clientInfo: { name: "raw", version: "1.0.0" },
+          },
+        }),
+      );
+      expect(answer.status, version).toBe(200);
+      const [message] = await rpcAnswers(answer);
+      expect(message?.result, version).toMatchObject({
+        protocolVersion: version,
+        capabilities: { tools: { listChanged: false } },
+      });
+    }
+  });
+
   it("answers the step-up 403 with insufficient_scope, the tool as scope, and the metadata", async () => {
     const s = await site();
     await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);
     const token = await mcpToken(s, "read_notes");
     const refused = await call(s, token, "add_note", { text: "x" });
     expect(refused.status).toBe(403);
-    const challenge = refused.headers.get("www-authenticate") ?? "";
-    expect(challenge).toMatch(/^Bearer /);
-    expect(challenge).toContain('error="insufficient_scope"');
-    expect(challenge).toContain('scope="add_note"');
-    expect(challenge).toContain(`resource_metadata="${s.base}${PRM_PATH}"`);
+    // Bearer alone: DPoP is off.
+    expect(refused.headers.get("www-authenticate")).toBe(
+      `Bearer error="insufficient_scope", scope="add_note", resource_metadata="${s.base}${PRM_PATH}"`,
+    );
+    expect(await refused.json()).toEqual({
+      error: "capability_not_granted",
+      message: "the token's scope does not include this tool",
+    });
     expect(s.ran).toEqual([]);
   });
 

@@ -363,18 +363,32 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
 
   const corsOrigin =
     options.corsOrigin ?? process.env.PORTCULLIS_CORS_ORIGIN ?? "https://app.example.test";
-  // The capabilities as MCP tools at /mcp; any page of the example may call it from a browser.
-  const mcp = mcpEndpoint(agents, { allowedOrigins: [new URL(issuer).origin] });
+  // The browser origins the app trusts besides its own, in one list: CORS, CSRF and /mcp read it.
+  const trustedOrigins = [corsOrigin];
+  // The capabilities as MCP tools at /mcp; the app's own pages and the trusted origins may call it
+  // from a browser.
+  const mcp = mcpEndpoint(agents, {
+    allowedOrigins: [new URL(issuer).origin, ...trustedOrigins],
+  });
   // The MCP, agent and OAuth endpoints answer first; every other path goes to the router.
   const router: Handler = async (request, ...rest) =>
     (await mcp.route(request)) ?? app.fetch(request, ...rest);
   return newHandler(router, {
     headers: securityHeaders(),
     cors: cors({
-      origin: corsOrigin,
+      origin: trustedOrigins,
       credentials: true,
-      // A browser agent sends DPoP proofs, and must read the nonce and the challenge to retry.
-      allowedHeaders: ["Content-Type", "Authorization", "X-CSRF-Token", "DPoP"],
+      // A browser agent sends DPoP proofs, and must read the nonce and the challenge to retry;
+      // an MCP client in a page sends the Streamable HTTP headers too.
+      allowedHeaders: [
+        "Content-Type",
+        "Authorization",
+        "X-CSRF-Token",
+        "DPoP",
+        "Mcp-Protocol-Version",
+        "Mcp-Method",
+        "Mcp-Name",
+      ],
       exposedHeaders: ["DPoP-Nonce", "WWW-Authenticate"],
     }),
     // @hono/node-server hands the socket to the handler; the chain reads the peer address from it.
@@ -409,8 +423,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       agents.authenticator,
       basicAuth({ credentials, realm: "portcullis example", required: false }),
     ],
-    // The CORS origin may send state-changing requests too, still with a token.
-    csrf: csrf({ trustedOrigins: [corsOrigin] }),
+    // The trusted origins may send state-changing requests too, still with a token.
+    csrf: csrf({ trustedOrigins }),
     login: login({
       credentials,
       successRedirect: "/",

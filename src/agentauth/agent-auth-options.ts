@@ -259,8 +259,9 @@ export interface AgentMcpOptions {
    */
   readonly scopes?: readonly string[];
   /**
-   * Spend each token on its first request, as at the execute URL. Off, a
-   * token is reused until it expires (MCP clients send the same one on every
+   * Spend each token on its first request, as at the execute URL; that
+   * request carries one message (a JSON-RPC batch is refused). Off, a token
+   * is reused until it expires (MCP clients send the same one on every
    * message) and the grant is read again on every request, so a revocation
    * holds from the next one.
    *

@@ -269,6 +269,14 @@ function proofRefused(message: string, who: Partial<AgentDenial>): AgentDenial {
   return { error: "invalid_dpop_proof", message, challenge: "DPoP", ...who };
 }
 
+/**
+ * The schemes a DPoP-aware endpoint challenges with: `DPoP` with its
+ * algorithms, and `Bearer` unless DPoP is required.
+ */
+export function dpopSchemes(settings: DpopSettings): Pick<DpopChallenge, "algorithms" | "bearer"> {
+  return { algorithms: settings.algorithms.join(" "), bearer: !settings.required };
+}
+
 /** How a 401 at a DPoP-aware endpoint challenges, and the nonce it hands out. */
 export async function dpopChallenge(
   settings: DpopSettings,
@@ -279,8 +287,7 @@ export async function dpopChallenge(
     denial.challenge === "DPoP" ||
     (request !== undefined && /^dpop /i.test(request.headers.get("authorization") ?? ""));
   return {
-    algorithms: settings.algorithms.join(" "),
-    bearer: !settings.required,
+    ...dpopSchemes(settings),
     errorOnDpop: onDpop,
     ...(settings.nonces === undefined ? {} : { nonce: await settings.nonces.current() }),
   };

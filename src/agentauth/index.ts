@@ -52,8 +52,10 @@ export {
   type McpToolOutcome,
   mcpResourceOf,
   mcpScopeChallenge,
+  mcpStepUp,
   mcpToolCall,
   mcpTools,
+  mcpUnsafeArguments,
   openMcpSession,
   withMcpNonce,
 } from "./mcp-resource.ts";

@@ -7,10 +7,10 @@ import {
   invokeCapability,
   refusalContext,
 } from "./capability-call.ts";
-import { withDpopNonce } from "./dpop.ts";
+import { dpopSchemes, withDpopNonce } from "./dpop.ts";
 import { openRequestSession, refuseAgent } from "./resolve-session.ts";
 import type { AgentRuntime, McpSettings } from "./runtime.ts";
-import type { JsonSchema } from "./schema.ts";
+import { checkPlainArguments, type JsonSchema } from "./schema.ts";
 import {
   type AgentSession,
   emitDenial,
@@ -19,6 +19,7 @@ import {
   presentedToken,
   TOKEN_REQUIRED,
 } from "./session.ts";
+import { agentError, insufficientScopeChallenges } from "./wire.ts";
 
 /**
  * The MCP endpoint's side of agent authorization, for any MCP server library:
@@ -137,6 +138,38 @@ export function mcpScopeChallenge(
   if (!("error" in chosen) || chosen.error !== "capability_not_granted") return undefined;
   emitDenial(runtime, chosen, runtime.urls.mcp as string);
   return [name];
+}
+
+/**
+ * The MCP step-up answer to a `tools/call` that `mcpScopeChallenge` named
+ * scopes for: 403 `insufficient_scope` with the scopes to ask for and the
+ * resource metadata, under each scheme the endpoint accepts (`Bearer`, and
+ * `DPoP` when DPoP is on; `DPoP` alone when it is required), so a client
+ * steps up with the kind of token it holds.
+ */
+export function mcpStepUp(runtime: AgentRuntime, scopes: readonly string[]): Response {
+  const { metadataUrl } = mcpResourceOf(runtime);
+  const { dpop } = runtime;
+  return agentError("capability_not_granted", "the token's scope does not include this tool", {
+    challenges: insufficientScopeChallenges(
+      metadataUrl,
+      scopes.join(" "),
+      dpop === undefined ? undefined : dpopSchemes(dpop),
+    ),
+  });
+}
+
+/**
+ * Whether the arguments of a `tools/call` are refused whatever the tool's
+ * schema: a prototype key (`__proto__`, `constructor`, `prototype`) at any
+ * depth, or nesting past the argument check's bound. An MCP library's own
+ * parsing may drop a `__proto__` key (JavaScript takes it for the object's
+ * prototype) and run the tool on what is left: hand such arguments to
+ * `mcpToolCall` as parsed from the body (`JSON.parse` keeps the key as data),
+ * never to the library.
+ */
+export function mcpUnsafeArguments(args: unknown): boolean {
+  return checkPlainArguments(args).length > 0;
 }
 
 /** What a `tools/call` came to, for the MCP server to answer. */

@@ -1,3 +1,5 @@
+import { challenge } from "../core/challenge.ts";
+
 /**
  * The agent endpoints' error vocabulary (Agent Auth Protocol shape
  * `{"error", "message"}`): protocol data, kept apart from thrown errors.
@@ -76,18 +78,11 @@ export function agentChallenges(
   dpop?: DpopChallenge,
   error: AgentErrorCode = "invalid_jwt",
 ): string[] {
-  const agentAuth = `AgentAuth discovery="${targets.discovery}"`;
-  const pointer =
-    targets.resourceMetadata === undefined
-      ? []
-      : [
-          `resource_metadata="${targets.resourceMetadata}"`,
-          ...(targets.scope === undefined || targets.scope === ""
-            ? []
-            : [`scope="${targets.scope}"`]),
-        ];
-  const challenge = (scheme: string, params: readonly string[]) =>
-    params.length === 0 ? scheme : `${scheme} ${params.join(", ")}`;
+  const pointer = {
+    resource_metadata: targets.resourceMetadata,
+    scope:
+      targets.resourceMetadata === undefined || targets.scope === "" ? undefined : targets.scope,
+  };
   const named = invalidToken
     ? dpop === undefined
       ? "invalid_token"
@@ -96,22 +91,37 @@ export function agentChallenges(
   const onDpop = dpop !== undefined && (dpop.errorOnDpop || !dpop.bearer);
   const challenges: string[] = [];
   if (dpop === undefined || dpop.bearer)
-    challenges.push(
-      challenge("Bearer", [
-        ...(named !== undefined && !onDpop ? [`error="${named}"`] : []),
-        ...pointer,
-      ]),
-    );
+    challenges.push(challenge("Bearer", { error: onDpop ? undefined : named, ...pointer }));
   if (dpop !== undefined)
     challenges.push(
-      challenge("DPoP", [
-        ...(named !== undefined && onDpop ? [`error="${named}"`] : []),
-        `algs="${dpop.algorithms}"`,
-        ...(dpop.bearer ? [] : pointer),
-      ]),
+      challenge("DPoP", {
+        error: onDpop ? named : undefined,
+        algs: dpop.algorithms,
+        ...(dpop.bearer ? {} : pointer),
+      }),
     );
-  challenges.push(agentAuth);
+  challenges.push(challenge("AgentAuth", { discovery: targets.discovery }));
   return challenges;
+}
+
+/**
+ * The challenges of a 403 for a token whose scope lacks what was asked
+ * (RFC 6750 §3.1 `insufficient_scope`; MCP's step-up): under each scheme the
+ * resource accepts (`Bearer`, and `DPoP` with its algorithms when DPoP is on;
+ * `DPoP` alone when it is required), the scope to ask for and the resource's
+ * metadata, so that a client steps up with whichever scheme it holds.
+ */
+export function insufficientScopeChallenges(
+  resourceMetadata: string,
+  scope: string,
+  dpop?: Pick<DpopChallenge, "algorithms" | "bearer">,
+): string[] {
+  const params = { scope, resource_metadata: resourceMetadata };
+  const error = "insufficient_scope";
+  return [
+    ...(dpop === undefined || dpop.bearer ? [challenge("Bearer", { error, ...params })] : []),
+    ...(dpop === undefined ? [] : [challenge("DPoP", { error, algs: dpop.algorithms, ...params })]),
+  ];
 }
 
 /** An agent endpoint error: `{"error", "message", ...extra}`, never cached. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   addChallenge,
+  challenge,
   DEFAULT_CHALLENGE,
   forbiddenResponse,
   quotedString,
@@ -74,5 +75,25 @@ describe("quotedString", () => {
 
   it.each(["a\rb", "a\nb", "a\u0000b", "a\u007fb"])("rejects control characters (%j)", (value) => {
     expect(() => quotedString(value)).toThrow(TypeError);
+  });
+});
+
+describe("challenge", () => {
+  it("writes the scheme, then each param with a value, in order, quoted", () => {
+    expect(challenge("DPoP", { error: undefined, algs: "ES256 EdDSA", scope: 'a "b"' })).toBe(
+      'DPoP algs="ES256 EdDSA", scope="a \\"b\\""',
+    );
+    expect(challenge("Bearer", { error: "insufficient_scope", scope: "x" })).toBe(
+      'Bearer error="insufficient_scope", scope="x"',
+    );
+  });
+
+  it("is the scheme alone without params", () => {
+    expect(challenge("Bearer")).toBe("Bearer");
+    expect(challenge("Bearer", { error: undefined })).toBe("Bearer");
+  });
+
+  it("refuses a value no quoted-string may carry", () => {
+    expect(() => challenge("Basic", { realm: "a\r\nSet-Cookie: x" })).toThrow(TypeError);
   });
 });

@@ -36,6 +36,21 @@ export function forbiddenResponse(): Response {
   return problemResponse(403);
 }
 
+/**
+ * One `WWW-Authenticate` challenge (RFC 9110 §11.6.1): the scheme, then each
+ * auth-param that has a value, in the order given, as a quoted-string. Every
+ * challenge the library sends is written here.
+ */
+export function challenge(
+  scheme: string,
+  params: Readonly<Record<string, string | undefined>> = {},
+): string {
+  const written: string[] = [];
+  for (const [name, value] of Object.entries(params))
+    if (value !== undefined) written.push(`${name}=${quotedString(value)}`);
+  return written.length === 0 ? scheme : `${scheme} ${written.join(", ")}`;
+}
+
 /** Quotes `value` as an RFC 9110 quoted-string; throws on characters no quoted-string may carry. */
 export function quotedString(value: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.

@@ -4,7 +4,7 @@ import {
   createAuthentication,
   ENDPOINT_AUTHENTICATES,
 } from "../core/authentication.ts";
-import { addChallenge, quotedString, unauthorizedResponse } from "../core/challenge.ts";
+import { addChallenge, challenge, unauthorizedResponse } from "../core/challenge.ts";
 import { contextFrom } from "../core/context.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { directLeg, type Middleware } from "../core/handler.ts";
@@ -73,10 +73,10 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
   rejectUnknownKeys("basicAuth", options, ["credentials", "realm", "required"]);
   const credentials = mustPasswordCredentials("basicAuth", options?.credentials);
   const realm = options.realm ?? "portcullis";
-  let challenge: string;
+  let offered: string;
   try {
     if (typeof realm !== "string") throw new TypeError("realm must be a string");
-    challenge = `Basic realm=${quotedString(realm)}, charset="UTF-8"`;
+    offered = challenge("Basic", { realm, charset: "UTF-8" });
   } catch (cause) {
     throw new InvalidOptionsError("basicAuth realm must be a string without control characters", {
       cause,
@@ -88,7 +88,7 @@ export function basicAuth(options: BasicAuthOptions): Middleware {
 
   return directLeg((next) => (request, ...rest) => {
     if (required || request.headers.get("sec-fetch-mode") !== "navigate")
-      addChallenge(request, challenge);
+      addChallenge(request, offered);
     // An earlier authenticator (an agent's client credentials) verified the header, or the
     // endpoint authenticates its callers itself and answers in its own protocol.
     const context = contextFrom(request);

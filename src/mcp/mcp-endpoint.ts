@@ -6,6 +6,7 @@ import {
   type jsonSchemaValidator,
   McpServer,
   type McpServerFactory,
+  type ServerContext,
 } from "@modelcontextprotocol/server";
 import {
   type AgentAuth,
@@ -14,8 +15,10 @@ import {
   type McpToolOutcome,
   mcpResourceOf,
   mcpScopeChallenge,
+  mcpStepUp,
   mcpToolCall,
   mcpTools,
+  mcpUnsafeArguments,
   type OpenedSession,
   openMcpSession,
   withMcpNonce,
@@ -94,6 +97,18 @@ const PUBLISH_ONLY: jsonSchemaValidator = {
 
 const FAILED = "the capability failed";
 
+/** One HTTP request's exchange with the SDK, for the server the factory makes for it. */
+interface Exchange {
+  readonly opened: OpenedSession;
+  /** Arguments the SDK was not given, by JSON-RPC id: they are checked as the client sent them. */
+  readonly withheld: ReadonlyMap<unknown, unknown>;
+  /** The scopes of the step-up the SDK answered, when it answered one. */
+  stepUp?: readonly string[];
+}
+
+/** The one revision with JSON-RPC batches; 2025-06-18 removed them. A request without a version is of it. */
+const BATCH_REVISION = "2025-03-26";
+
 /**
  * An MCP endpoint (Streamable HTTP, stateless, both protocol eras) whose tools
  * are the capabilities of `agents` with a handler. Portcullis authenticates
@@ -104,15 +119,18 @@ const FAILED = "the capability failed";
  */
 export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
   const runtime = agents.runtime;
-  const { url, metadataUrl } = mcpResourceOf(runtime);
+  const { url, metadataUrl, settings: resource } = mcpResourceOf(runtime);
+  const single = resource.singleUseBearer;
   const settings = checkOptions(runtime, options);
   const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
-  const opened = new WeakMap<AuthInfo, OpenedSession>();
+  const exchanges = new WeakMap<AuthInfo, Exchange>();
   const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
-    const session = authInfo === undefined ? undefined : opened.get(authInfo);
+    const exchange = authInfo === undefined ? undefined : exchanges.get(authInfo);
+    // Stateless: no stream stays open to send notifications/tools/list_changed on, and the tools
+    // are the registry's, fixed when the endpoint is built.
     const server = new McpServer(
       { name: settings.name, version: settings.version },
-      { capabilities: { tools: {} } },
+      { capabilities: { tools: { listChanged: false } } },
     );
     for (const { tool, config } of tools)
       server.registerTool(
@@ -121,15 +139,26 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
           ...config,
           // The MCP step-up: outside token ∩ grant, 403 insufficient_scope before the tool runs.
           scopeChallenge: () => {
-            if (session === undefined) return undefined;
-            const scopes = mcpScopeChallenge(runtime, session, tool.name);
-            return scopes === undefined ? undefined : { scopes };
+            if (exchange === undefined) return undefined;
+            const scopes = mcpScopeChallenge(runtime, exchange.opened, tool.name);
+            if (scopes === undefined) return undefined;
+            exchange.stepUp ??= scopes;
+            return { scopes };
           },
         },
-        async (args: unknown) =>
-          session === undefined || requestInfo === undefined
-            ? toolError(FAILED)
-            : toolResult(tool, await mcpToolCall(runtime, session, tool.name, args, requestInfo)),
+        async (args: unknown, context: ServerContext) => {
+          if (exchange === undefined || requestInfo === undefined) return toolError(FAILED);
+          const { id } = context.mcpReq;
+          const given = exchange.withheld.has(id) ? exchange.withheld.get(id) : args;
+          const outcome = await mcpToolCall(
+            runtime,
+            exchange.opened,
+            tool.name,
+            given,
+            requestInfo,
+          );
+          return toolResult(tool, outcome);
+        },
       );
     return server;
   };
@@ -141,22 +170,26 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
   const handler: Handler = async (request) => {
     const origin = request.headers.get("origin");
     if (origin !== null && !settings.origins.has(origin)) return forbiddenOrigin();
-    const session = await openMcpSession(runtime, request);
-    if (session instanceof Response) return session;
-    const authInfo: AuthInfo = {
-      // The token's id, not the token: nothing behind the SDK needs to be able to present it.
-      token: session.claims.jti,
-      clientId: session.session.principalId,
-      scopes: [...session.session.capabilities],
-      expiresAt: session.session.expiresAt,
-      resource: new URL(url),
-      resourceMetadataUrl: metadataUrl,
-    };
-    opened.set(authInfo, session);
+    const opened = await openMcpSession(runtime, request);
+    if (opened instanceof Response) return opened;
     // Read here, bounded, once the caller is known: the SDK then parses nothing again.
     const body =
       request.method === "POST" ? await readBody(request, settings.maxBodyBytes) : undefined;
     if (body instanceof Response) return withMcpNonce(runtime, request, body);
+    const withheld = new Map<unknown, unknown>();
+    const refused = body === undefined ? undefined : admit(body.value, request, single, withheld);
+    if (refused !== undefined) return withMcpNonce(runtime, request, refused);
+    const authInfo: AuthInfo = {
+      // The token's id, not the token: nothing behind the SDK needs to be able to present it.
+      token: opened.claims.jti,
+      clientId: opened.session.principalId,
+      scopes: [...opened.session.capabilities],
+      expiresAt: opened.session.expiresAt,
+      resource: new URL(url),
+      resourceMetadataUrl: metadataUrl,
+    };
+    const exchange: Exchange = { opened, withheld };
+    exchanges.set(authInfo, exchange);
     let answer: Response;
     try {
       answer = await sdk.fetch(request, {
@@ -167,6 +200,9 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
       reportError(runtime.onError, error, request);
       answer = jsonRpcError(500, -32603, "the request could not be completed");
     }
+    // The SDK's step-up names Bearer only; ours names the schemes this resource accepts.
+    if (exchange.stepUp !== undefined && answer.status === 403)
+      answer = mcpStepUp(runtime, exchange.stepUp);
     return withMcpNonce(runtime, request, answer);
   };
   return Object.freeze({
@@ -265,6 +301,49 @@ async function readBody(
   if (read.ok) return { value: read.value };
   const [status, code, message] = BODY_REFUSALS[read.failure];
   return jsonRpcError(status, code, message);
+}
+
+/**
+ * What a body may hold before the SDK sees it. A list of messages (a JSON-RPC
+ * batch) only under 2025-03-26, the one revision that has batches, and never
+ * with a single-use token: one token, one message. A `tools/call` whose
+ * arguments are refused whatever the schema (a prototype key) has them
+ * withheld from the SDK, whose parsing would drop `__proto__` and run the tool
+ * on the rest: the tool call checks them as sent. The answer when refused.
+ */
+function admit(
+  body: unknown,
+  request: Request,
+  singleUse: boolean,
+  withheld: Map<unknown, unknown>,
+): Response | undefined {
+  if (!Array.isArray(body)) {
+    withhold(body, withheld);
+    return undefined;
+  }
+  const version = request.headers.get("mcp-protocol-version")?.trim();
+  if (version !== undefined && version !== BATCH_REVISION)
+    return jsonRpcError(400, -32600, "this protocol revision has no JSON-RPC batches");
+  if (singleUse)
+    return jsonRpcError(
+      400,
+      -32600,
+      "a single-use token carries one message: send each with a token of its own, not a batch",
+    );
+  for (const message of body) withhold(message, withheld);
+  return undefined;
+}
+
+function withhold(message: unknown, withheld: Map<unknown, unknown>): void {
+  if (!isRecord(message) || message.method !== "tools/call") return;
+  const { params } = message;
+  if (!isRecord(params) || !mcpUnsafeArguments(params.arguments)) return;
+  withheld.set(message.id, params.arguments);
+  params.arguments = {};
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function forbiddenOrigin(): Response {

@@ -1,3 +1,5 @@
+import { challenge } from "../core/challenge.ts";
+
 /**
  * The OAuth error vocabulary (RFC 6749 §5.2, RFC 8628 §3.5, RFC 7591 §3.2.2) and the response
  * shapes of the endpoints. Protocol data, kept apart from thrown errors.
@@ -72,6 +74,8 @@ export function noStoreJson(
   return new Response(JSON.stringify(body), { status, headers: out });
 }
 
+const CLIENT_CHALLENGE = challenge("Basic", { realm: "oauth", charset: "UTF-8" });
+
 /**
  * An RFC 6749 §5.2 error response. `invalid_client` is 401 with a
  * `WWW-Authenticate: Basic` challenge whichever way the client tried (a 401
@@ -83,8 +87,7 @@ export function oauthError(
   options: { readonly status?: number } = {},
 ): Response {
   const headers = new Headers();
-  if (error === "invalid_client")
-    headers.set("www-authenticate", 'Basic realm="oauth", charset="UTF-8"');
+  if (error === "invalid_client") headers.set("www-authenticate", CLIENT_CHALLENGE);
   if (error === "temporarily_unavailable") headers.set("retry-after", "1");
   const body =
     description === undefined

@@ -176,9 +176,16 @@ export async function approveAs(agents: AgentAuth, userCode: string, human = "al
   if (answer.status !== 200) throw new Error(`approval refused: ${answer.status}`);
 }
 
-/** A `fetch` that keeps every request it sends and the answer's status. */
+/** A `fetch` that keeps every request it sends and the answer's status and fields. */
 export function recordingFetch() {
-  const log: { method: string; url: string; headers: Headers; body: string; status: number }[] = [];
+  const log: {
+    method: string;
+    url: string;
+    headers: Headers;
+    body: string;
+    status: number;
+    answered: Headers;
+  }[] = [];
   const fetchAndRecord = async (input: string | URL | Request, init?: RequestInit) => {
     const request = new Request(input, init);
     const body = request.method === "POST" ? await request.clone().text() : "";
@@ -189,6 +196,7 @@ export function recordingFetch() {
       headers: request.headers,
       body,
       status: response.status,
+      answered: new Headers(response.headers),
     });
     return response;
   };
@@ -201,6 +209,7 @@ export type Line = (typeof LINES)[number];
 
 /** What the tests use of either line's `Client`. */
 export interface AnyClient {
+  getServerCapabilities(): Record<string, unknown> | undefined;
   listTools(): Promise<{ tools: Record<string, unknown>[] }>;
   callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<{
     isError?: boolean;
@@ -284,11 +293,14 @@ export function sitesClosedAfterAll(): (...args: Parameters<typeof mcpSite>) => 
   };
 }
 
-/** A raw JSON-RPC POST to the site's MCP endpoint with `token`, as a Streamable HTTP client sends it. */
+/**
+ * A raw JSON-RPC POST to the site's MCP endpoint with `token`, as a Streamable HTTP client sends
+ * it; `version` undefined sends no `mcp-protocol-version`, as a 2025-03-26 client does.
+ */
 export function postMcp(
   s: Site,
   token: string,
-  version: string,
+  version: string | undefined,
   body: string,
   headers: Record<string, string> = {},
 ): Promise<Response> {
@@ -298,9 +310,22 @@ export function postMcp(
       authorization: `Bearer ${token}`,
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
-      "mcp-protocol-version": version,
+      ...(version === undefined ? {} : { "mcp-protocol-version": version }),
       ...headers,
     },
     body,
   });
+}
+
+/** The JSON-RPC messages of an answer: its JSON body (one message or a list), or its SSE events. */
+export async function rpcAnswers(response: Response): Promise<Record<string, unknown>[]> {
+  const text = await response.text();
+  if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+    const parsed = JSON.parse(text) as Record<string, unknown> | Record<string, unknown>[];
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("data: "))
+    .map((line) => JSON.parse(line.slice("data: ".length)) as Record<string, unknown>);
 }
