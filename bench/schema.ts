@@ -32,6 +32,37 @@ const recursive = {
   items: { $ref: "#/$defs/t" },
 };
 
+/** `$defs` l0..l{depth}: each level applies the next `ways` times to the same value (a diamond). */
+function diamond(ways: number, depth: number, leaf: Record<string, unknown>) {
+  const $defs: Record<string, unknown> = { [`l${depth}`]: leaf };
+  for (let i = 0; i < depth; i++)
+    $defs[`l${i}`] = { allOf: Array.from({ length: ways }, () => ({ $ref: `#/$defs/l${i + 1}` })) };
+  return $defs;
+}
+/**
+ * A diamond across levels: each level reaches the next value's subschema
+ * `ways` times (once itself, and through each of `ways - 1` allOf entries that
+ * descend by the same `keyword`), so an unmemoised error report costs
+ * `ways ** depth`.
+ */
+function descendingDiamond(ways: number, depth: number, keyword: "properties" | "items") {
+  const $defs: Record<string, unknown> = { [`l${depth}`]: { type: "string" } };
+  for (let i = 0; i < depth; i++) {
+    const next = { $ref: `#/$defs/l${i + 1}` };
+    const descend = keyword === "properties" ? { properties: { x: next } } : { items: next };
+    $defs[`m${i}`] = descend;
+    $defs[`l${i}`] = {
+      ...descend,
+      allOf: Array.from({ length: ways - 1 }, () => ({ $ref: `#/$defs/m${i}` })),
+    };
+  }
+  return { $defs, $ref: "#/$defs/l0" };
+}
+let wrongLeaf: unknown = 1;
+for (let i = 0; i < 30; i++) wrongLeaf = { x: wrongLeaf };
+let wrongItem: unknown = 1;
+for (let i = 0; i < 30; i++) wrongItem = [wrongItem];
+
 const CASES: readonly Case[] = [
   ["near-URL, format url", string({ format: "url" }), { u: `http://${"a".repeat(KIB64)}_` }],
   ["near-URI, format uri", string({ format: "uri" }), { u: `http://${"%a".repeat(KIB64 / 2)}` }],
@@ -70,6 +101,26 @@ const CASES: readonly Case[] = [
     "enum of 500 objects against a 5 000-key object",
     { enum: Array.from({ length: 500 }, (_, i) => ({ i })) },
     Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i])),
+  ],
+  [
+    "allOf diamond, 8 $refs x 2 levels, 8 000 wrong items",
+    { $defs: diamond(8, 2, { type: "string" }), type: "array", items: { $ref: "#/$defs/l0" } },
+    Array.from({ length: 8000 }, (_, i) => i),
+  ],
+  [
+    "allOf diamond, 2 $refs x 7 levels, 8 000 wrong items",
+    { $defs: diamond(2, 7, { type: "string" }), type: "array", items: { $ref: "#/$defs/l0" } },
+    Array.from({ length: 8000 }, (_, i) => i),
+  ],
+  [
+    "properties diamond, 8 ways x 30 levels, one wrong leaf",
+    descendingDiamond(8, 30, "properties"),
+    wrongLeaf,
+  ],
+  [
+    "items diamond, 8 ways x 30 levels, one wrong leaf",
+    descendingDiamond(8, 30, "items"),
+    wrongItem,
   ],
   [
     "8 000 near-emails, every one wrong",

@@ -12,6 +12,93 @@ const object = (properties: Record<string, unknown>, extra: Record<string, unkno
 const verdict = (schema: unknown, value: unknown) =>
   compileSchema("test", schema)(value).length === 0 ? "valid" : "invalid";
 
+/**
+ * `value` rebuilt so that every read of its objects and arrays is counted:
+ * the checker's work, measured without a clock.
+ */
+function counted(value: unknown, meter: { reads: number }): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  const copy = Array.isArray(value)
+    ? value.map((inner) => counted(inner, meter))
+    : Object.fromEntries(Object.entries(value).map(([k, inner]) => [k, counted(inner, meter)]));
+  return new Proxy(copy, {
+    get(target, key, receiver) {
+      meter.reads++;
+      return Reflect.get(target, key, receiver);
+    },
+    has(target, key) {
+      meter.reads++;
+      return Reflect.has(target, key);
+    },
+    ownKeys(target) {
+      meter.reads++;
+      return Reflect.ownKeys(target);
+    },
+    getOwnPropertyDescriptor(target, key) {
+      meter.reads++;
+      return Reflect.getOwnPropertyDescriptor(target, key);
+    },
+  });
+}
+
+/** The errors `schema` finds in `value`, and how many reads of `value` it took. */
+function measured(schema: unknown, value: unknown) {
+  const check = compileSchema("test", schema);
+  const meter = { reads: 0 };
+  const errors = check(counted(value, meter));
+  return { errors, reads: meter.reads };
+}
+
+/** `$defs` l0..l{depth}: each level applies the next `ways` times to the same value. */
+function diamond(keyword: "allOf" | "anyOf" | "oneOf", ways: number, depth: number) {
+  const $defs: Record<string, unknown> = { [`l${depth}`]: { type: "string" } };
+  for (let i = 0; i < depth; i++)
+    $defs[`l${i}`] = {
+      [keyword]: Array.from({ length: ways }, () => ({ $ref: `#/$defs/l${i + 1}` })),
+    };
+  return { $defs, type: "object", properties: { u: { $ref: "#/$defs/l0" } } };
+}
+
+type Descent = readonly [
+  name: string,
+  schema: (next: unknown) => Record<string, unknown>,
+  value: (inner: unknown) => unknown,
+];
+type Join = readonly [name: string, schema: (other: unknown) => Record<string, unknown>];
+
+/**
+ * A diamond across levels: level i descends to level i + 1 by `descent`, and
+ * reaches a second subschema that descends the same way by `join`, so an
+ * error report that is not memoised visits the wrong leaf 2^depth times (or
+ * more). The value nests `depth` levels down to a number where a string is
+ * wanted.
+ */
+function acrossLevels([, descend, wrap]: Descent, [, join]: Join, depth: number) {
+  const $defs: Record<string, unknown> = { [`l${depth}`]: { type: "string" } };
+  let value: unknown = 1;
+  for (let i = depth - 1; i >= 0; i--) {
+    const next = { $ref: `#/$defs/l${i + 1}` };
+    $defs[`m${i}`] = descend(next);
+    $defs[`l${i}`] = { ...descend(next), ...join({ $ref: `#/$defs/m${i}` }) };
+    value = wrap(value);
+  }
+  return { schema: { $defs, $ref: "#/$defs/l0" }, value };
+}
+
+const DESCENTS: readonly Descent[] = [
+  ["properties", (next) => ({ properties: { x: next } }), (inner) => ({ x: inner })],
+  ["additionalProperties", (next) => ({ additionalProperties: next }), (inner) => ({ x: inner })],
+  ["items", (next) => ({ items: next }), (inner) => [inner]],
+  ["prefixItems", (next) => ({ prefixItems: [next] }), (inner) => [inner]],
+];
+const JOINS: readonly Join[] = [
+  ["allOf", (other) => ({ allOf: [other, other] })],
+  ["$ref beside other keywords", (other) => other as Record<string, unknown>],
+  // biome-ignore lint/suspicious/noThenProperty: the JSON Schema keyword
+  ["then", (other) => ({ if: true, then: other })],
+  ["else", (other) => ({ if: false, else: other })],
+];
+
 describe("input schemas: adversarial arguments are checked in linear time", () => {
   it("answers a 40-byte near-URL under format url at once (the issue's verdict; a generous bound)", () => {
     // The old validator's url expression took seconds here, about four times more per two bytes.
@@ -120,7 +207,129 @@ describe("input schemas: adversarial arguments are checked in linear time", () =
   });
 });
 
+describe("input schemas: the error report costs what the verdict costs", () => {
+  for (const descent of DESCENTS)
+    for (const join of JOINS)
+      it(`reports a wrong leaf 12 levels under a diamond of ${descent[0]} and ${join[0]} in linear work`, () => {
+        const { schema, value } = acrossLevels(descent, join, 12);
+        const { errors, reads } = measured(schema, value);
+        expect(errors).toHaveLength(1);
+        expect(errors[0]?.message).toBe("must be of type string");
+        expect(errors[0]?.path.split("/")).toHaveLength(13);
+        // Each (subschema, value) pair is reported once: a few reads per level, not 2^12 or 3^12.
+        expect(reads).toBeLessThan(40 * 12);
+      });
+
+  it("reports a wrong leaf under dependentSchemas diamonds in linear work", () => {
+    const $defs: Record<string, unknown> = { l16: { type: "string" } };
+    let value: unknown = 1;
+    for (let i = 15; i >= 0; i--) {
+      const next = { properties: { x: { $ref: `#/$defs/l${i + 1}` } } };
+      $defs[`l${i}`] = { ...next, dependentSchemas: { x: next } };
+      value = { x: value };
+    }
+    const { errors, reads } = measured({ $defs, $ref: "#/$defs/l0" }, value);
+    expect(errors).toEqual([{ path: "/x".repeat(16), message: "must be of type string" }]);
+    expect(reads).toBeLessThan(40 * 16);
+  });
+
+  it("reports many wrong values under diamonds with at most 20 errors and linear work", () => {
+    const { schema } = acrossLevels(DESCENTS[0] as Descent, JOINS[0] as Join, 4);
+    const wrong = { x: { x: { x: { x: 1 } } } };
+    const items = Array.from({ length: 500 }, () => structuredClone(wrong));
+    const array = { $defs: schema.$defs, type: "array", items: { $ref: "#/$defs/l0" } };
+    const { errors, reads } = measured(array, items);
+    // The screen for prototype keys reads every value once, whatever the schema.
+    const screened = measured({}, items).reads;
+    expect(reads - screened).toBeLessThan(40 * 4 * 20);
+    expect(errors).toHaveLength(20);
+    expect(errors[0]).toEqual({ path: "/0/x/x/x/x", message: "must be of type string" });
+  });
+
+  it("decides anyOf and oneOf diamonds across levels once per value", () => {
+    for (const keyword of ["anyOf", "oneOf"]) {
+      const $defs: Record<string, unknown> = { l20: { type: "string" } };
+      let value: unknown = 1;
+      for (let i = 19; i >= 0; i--) {
+        const next = { properties: { x: { $ref: `#/$defs/l${i + 1}` } } };
+        $defs[`l${i}`] = { [keyword]: [next, { ...next, required: ["x"] }] };
+        value = { x: value };
+      }
+      const { errors, reads } = measured({ $defs, $ref: "#/$defs/l0" }, value);
+      expect(errors).toHaveLength(1);
+      expect(reads, keyword).toBeLessThan(40 * 20);
+    }
+  });
+});
+
 describe("input schemas: what is refused when the registry is built", () => {
+  const register = (schema: unknown) => () =>
+    new CapabilityRegistry([
+      { name: "wide", description: "C.", input: schema as never, handler: () => 1 },
+    ]);
+
+  it("refuses a diamond under which one value meets more than 256 subschemas, however reached", () => {
+    for (const [keyword, ways, depth] of [
+      ["allOf", 8, 14],
+      ["allOf", 8, 8],
+      ["allOf", 8, 3],
+      ["allOf", 2, 8],
+      ["anyOf", 4, 4],
+      ["oneOf", 3, 5],
+    ] as const) {
+      const build = register(diamond(keyword, ways, depth));
+      expect(build, `${keyword} ${ways} x ${depth}`).toThrow(InvalidOptionsError);
+      expect(build).toThrow('capability "wide" input: at #/$defs/l0, ');
+      expect(build).toThrow("than the 256 that one value may be checked against");
+    }
+  });
+
+  it("accepts the diamonds below the bound, and checks them", () => {
+    for (const [keyword, ways, depth] of [
+      ["allOf", 8, 2],
+      ["allOf", 2, 7],
+      ["anyOf", 3, 4],
+      ["oneOf", 15, 1],
+    ] as const) {
+      const check = compileSchema("test", diamond(keyword, ways, depth));
+      expect(check({ u: "a" }), `${keyword} ${ways} x ${depth}`).toEqual(
+        keyword === "oneOf"
+          ? [{ path: "/u", message: "must match exactly one schema of oneOf, not several" }]
+          : [],
+      );
+      expect(check({ u: 1 }).length).toBeGreaterThan(0);
+    }
+  });
+
+  it("counts subschemas reached through $ref, if/then/else, not and dependentSchemas towards the bound", () => {
+    // Each level reaches the next twice, by one pair of keywords or another: past 256 within 8 levels.
+    const $defs: Record<string, unknown> = { l8: { type: "string" } };
+    for (let i = 0; i < 8; i++) {
+      const next = { $ref: `#/$defs/l${i + 1}` };
+      const pairs = [
+        // biome-ignore lint/suspicious/noThenProperty: the JSON Schema keyword
+        { if: next, then: next },
+        { $ref: next.$ref, not: { not: next } },
+        { if: false, else: next, dependentSchemas: { a: next } },
+      ];
+      $defs[`l${i}`] = pairs[i % 3];
+    }
+    expect(register({ $defs, $ref: "#/$defs/l0" })).toThrow(
+      "than the 256 that one value may be checked against",
+    );
+    // A recursive schema that descends is not a diamond: the bound is per value.
+    const tree = {
+      $defs: {
+        t: {
+          type: "object",
+          properties: { kids: { type: "array", items: { $ref: "#/$defs/t" } } },
+        },
+      },
+      $ref: "#/$defs/t",
+    };
+    expect(register(tree)).not.toThrow();
+  });
+
   const refused: [string, unknown, string][] = [
     [
       "a catastrophic pattern",

@@ -37,6 +37,15 @@ const MAX_SUBSCHEMAS = 512;
 const MAX_PER_VALUE = 16;
 /** Distinct sets of subschemas explored when bounding the above. */
 const MAX_SHAPES = 4096;
+/**
+ * At most this many subschemas may one subschema apply to the value it
+ * checks, itself included and each counted once for every way allOf, anyOf,
+ * oneOf, not, if/then/else, dependentSchemas and $ref reach it: the size of
+ * the subschema with those references expanded. Shared subschemas multiply
+ * (eight `$ref`s to a level that holds eight `$ref`s to the next...), and the
+ * error report follows them.
+ */
+const MAX_EXPANDED = 256;
 
 const ANNOTATIONS = new Set([
   "title",
@@ -133,12 +142,13 @@ const APPLICATORS = 16;
 /**
  * Compiles an input schema into a check. The check is our own interpreter of
  * the keywords listed in the README (no code generation: it runs on Workers
- * too), built so that its cost is linear in the arguments: every subschema is
- * checked at most once per value, at most `MAX_PER_VALUE` subschemas apply to
- * one value, formats are single-pass, bounds are checked before costly
- * keywords and `uniqueItems` compares canonical forms through a map. Whatever
- * it cannot promise that for (`pattern`, an unknown `format` or keyword, a
- * `$ref` loop that never descends, a schema too wide) throws
+ * too), built so that its cost, the error report included, is linear in the
+ * arguments: every subschema is checked, and reported, at most once per value,
+ * at most `MAX_PER_VALUE` subschemas apply to one value (`MAX_EXPANDED`
+ * counting each way of reaching them), formats are single-pass, bounds are
+ * checked before costly keywords and `uniqueItems` compares canonical forms
+ * through a map. Whatever it cannot promise that for (`pattern`, an unknown `format`
+ * or keyword, a `$ref` loop that never descends, a schema too wide) throws
  * `InvalidOptionsError` here, naming it.
  */
 export function compileSchema(where: string, schema: unknown): ArgumentCheck {
@@ -362,6 +372,7 @@ class Compiler {
     };
     const seen = new Set<string>();
     const pending: Set<Node>[] = [];
+    const reached = new Set<Node>();
     const visit = (shape: Set<Node>) => {
       if (shape.size === 0) return;
       const key = [...shape]
@@ -378,6 +389,7 @@ class Compiler {
       }
       seen.add(key);
       if (seen.size > MAX_SHAPES) this.fail("#", "the schema is too complex to bound its cost");
+      for (const node of shape) reached.add(node);
       pending.push(shape);
     };
     this.markOnce(root);
@@ -398,6 +410,31 @@ class Compiler {
         visit(union((n) => [n.prefix[i] ?? n.items, n.contains], shape));
       visit(union((n) => [n.items, n.contains], shape));
     }
+    // Outermost first, so that the message names where the sharing starts.
+    for (const node of [...reached].sort((a, b) => a.id - b.id))
+      if (this.expanded(node) > MAX_EXPANDED)
+        this.fail(
+          node.at,
+          `one value would be checked against more subschemas than the ${MAX_EXPANDED} that one value may be checked against, counting a subschema once for every way allOf, anyOf, oneOf, not, if/then/else, dependentSchemas and $ref reach it; share fewer subschemas between these keywords`,
+        );
+  }
+
+  private readonly expansions = new Map<Node, number>();
+
+  /**
+   * The subschemas `node` applies to its value, itself included and counted
+   * once per way of reaching them (`MAX_EXPANDED`), past which it stops
+   * counting. Memoised, so this costs one visit per subschema; only called on
+   * subschemas whose closure is known to hold no loop.
+   */
+  private expanded(node: Node): number {
+    const known = this.expansions.get(node);
+    if (known !== undefined) return known;
+    let size = 1;
+    for (const inner of sameValue(node))
+      if (inner !== undefined) size = Math.min(size + this.expanded(inner), MAX_EXPANDED + 1);
+    this.expansions.set(node, size);
+    return size;
   }
 }
 
@@ -663,8 +700,10 @@ class Run {
   private readonly canonicalIds = new Map<string, number>();
   /** While errors are collected every verdict is kept: the same parts are asked again. */
   private reporting = false;
+  /** Per subschema id, the values (and their paths) already reported against it. */
+  private reported: (Map<unknown, Set<string>> | undefined)[] | undefined;
 
-  constructor(nodes: number) {
+  constructor(private readonly nodes: number) {
     this.memos = new Array(nodes).fill(undefined);
   }
 
@@ -686,9 +725,32 @@ class Run {
   /** Says why `value` fails `node`, descending only into the parts that fail. */
   report(node: Node, value: unknown, path: string, sink: Sink): void {
     this.reporting = true;
-    if (sink.full || this.valid(node, value)) return;
+    if (sink.full || this.valid(node, value) || this.reportedBefore(node, value, path)) return;
     if (node.bool === false) sink.add(path, "no value is allowed here");
     else this.evaluate(node, value, path, sink);
+  }
+
+  /**
+   * Whether `value` at `path` was reported against `node` already (and marks
+   * it so). A report depends on these three alone, and stops only once the
+   * sink is full: a second one would add nothing. Without this, subschemas
+   * shared across levels would be reported once per way of reaching them.
+   */
+  private reportedBefore(node: Node, value: unknown, path: string): boolean {
+    this.reported ??= new Array(this.nodes).fill(undefined);
+    let byValue = this.reported[node.id];
+    if (byValue === undefined) {
+      byValue = new Map();
+      this.reported[node.id] = byValue;
+    }
+    let paths = byValue.get(value);
+    if (paths === undefined) {
+      paths = new Set();
+      byValue.set(value, paths);
+    }
+    if (paths.has(path)) return true;
+    paths.add(path);
+    return false;
   }
 
   /**
