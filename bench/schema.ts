@@ -62,6 +62,7 @@ let wrongLeaf: unknown = 1;
 for (let i = 0; i < 30; i++) wrongLeaf = { x: wrongLeaf };
 let wrongItem: unknown = 1;
 for (let i = 0; i < 30; i++) wrongItem = [wrongItem];
+const ENUM = Array.from({ length: 10_000 }, (_, i) => `v${i}`);
 
 const CASES: readonly Case[] = [
   ["near-URL, format url", string({ format: "url" }), { u: `http://${"a".repeat(KIB64)}_` }],
@@ -121,6 +122,11 @@ const CASES: readonly Case[] = [
     "items diamond, 8 ways x 30 levels, one wrong leaf",
     descendingDiamond(8, 30, "items"),
     wrongItem,
+  ],
+  [
+    "8 000 items against a 10 000-value enum",
+    { type: "array", items: { enum: ENUM } },
+    Array.from({ length: 8000 }, (_, i) => `v${9999 - (i % 100)}`),
   ],
   [
     "8 000 near-emails, every one wrong",

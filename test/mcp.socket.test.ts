@@ -506,6 +506,27 @@ describe("requests no SDK client sends", () => {
     expect(s.ran).toEqual(["read_notes"]);
   });
 
+  it("answers a number JSON cannot hold (1e400) as a tool error; the handler never runs", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+    const token = await mcpToken(s);
+    const call = (args: string) =>
+      postMcp(
+        s,
+        token,
+        "2025-11-25",
+        `{"jsonrpc":"2.0","id":${++rpcId},"method":"tools/call","params":{"name":"read_notes","arguments":${args}}}`,
+      );
+    const answer = await call('{"n":1e400}');
+    const text = await answer.text();
+    expect(answer.status, text).toBe(200);
+    expect(text).toContain('"isError":true');
+    expect(text).toContain("/n: must be a finite number");
+    expect(s.ran).toEqual([]);
+    expect((await call('{"n":1e300}')).status).toBe(200);
+    expect(s.ran).toEqual(["read_notes"]);
+  });
+
   it("answers the step-up 403 with insufficient_scope, the tool as scope, and the metadata", async () => {
     const s = await site();
     await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes", "add_note"]);

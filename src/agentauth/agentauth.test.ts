@@ -395,6 +395,25 @@ describe("execute: arguments and bodies", () => {
     expect(calls[0]?.args).toEqual({ count: 2 });
   });
 
+  it("refuses numbers JSON cannot hold (1e400 parses as Infinity), with or without a schema", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["typed", "free"]);
+    for (const raw of [
+      '{"capability":"free","arguments":{"n":1e400}}',
+      '{"capability":"free","arguments":{"n":[1,-1e400]}}',
+      '{"capability":"typed","arguments":{"count":1,"tags":{"x":1e999}}}',
+    ]) {
+      const answer = await execute(agents, await token(agents, g, ["typed", "free"]), undefined, {
+        raw,
+      });
+      expect([answer.status, answer.body.error], raw).toEqual([400, "invalid_request"]);
+      expect((answer.body.errors as { message: string }[])[0]?.message).toBe(
+        "must be a finite number",
+      );
+    }
+    expect(calls).toHaveLength(0);
+  });
+
   it("answers malformed bodies precisely", async () => {
     const agents = await setup({ maxBodyBytes: 1024 });
     const g = await grant(agents, ["a"]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { CapabilityRegistry } from "./capabilities.ts";
-import { compileSchema } from "./schema.ts";
+import { checkPlainArguments, compileSchema } from "./schema.ts";
 
 const KIB64 = 64 * 1024;
 const object = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -387,6 +387,131 @@ describe("input schemas: what is refused when the registry is built", () => {
       },
     ]);
     expect(registry.get("c")?.output).toMatchObject({ pattern: "^a+$" });
+  });
+});
+
+describe("input schemas: enum and const", () => {
+  it("find a value among 10 000 listed objects without comparing it to each", () => {
+    const listed = Array.from({ length: 10_000 }, (_, i) => ({ k: i, tag: `t${i}` }));
+    const items = Array.from({ length: 50 }, (_, i) => ({ tag: `t${i * 199}`, k: i * 199 }));
+    const found = measured({ type: "array", items: { enum: listed } }, items);
+    expect(found.errors).toEqual([]);
+    expect(found.reads).toBeLessThan(20 * 50);
+    const missing = measured({ type: "array", items: { enum: listed } }, [{ k: 1, tag: "t2" }]);
+    expect(missing.errors).toEqual([
+      { path: "/0", message: "must be one of the values listed in enum" },
+    ]);
+    expect(missing.reads).toBeLessThan(40);
+  });
+
+  it("compare values as JSON: key order is ignored, numbers by value, types never mixed", () => {
+    const cases: [unknown[], unknown, "valid" | "invalid"][] = [
+      [[{ a: 1, b: [1, { c: null }] }], { b: [1, { c: null }], a: 1 }, "valid"],
+      [[{ a: 1, b: [1, { c: null }] }], { b: [{ c: null }, 1], a: 1 }, "invalid"],
+      [[{ a: 1 }], { a: 1, b: 1 }, "invalid"],
+      [[{ a: 1, b: 1 }], { a: 1 }, "invalid"],
+      [[1], JSON.parse("1.0"), "valid"],
+      [[1], JSON.parse("1e0"), "valid"],
+      [[100], JSON.parse("1E2"), "valid"],
+      [[0], -0, "valid"],
+      [[-0], 0, "valid"],
+      [[1], "1", "invalid"],
+      [["1"], 1, "invalid"],
+      [[null], "null", "invalid"],
+      [[true], "true", "invalid"],
+      [[true], 1, "invalid"],
+      [[[]], {}, "invalid"],
+      [[{}], [], "invalid"],
+      [[{ "1": 1 }], [1], "invalid"],
+      [['a"b', "x\\y", "é😀"], "é😀", "valid"],
+      [["a,b"], ["a", "b"], "invalid"],
+      [[["a", "b"]], ["a,b"], "invalid"],
+      [[{ "a:1": 1 }], { a: "1:1" }, "invalid"],
+      [[0.1 + 0.2], 0.30000000000000004, "valid"],
+      [[0.3], 0.1 + 0.2, "invalid"],
+      [[1e21], JSON.parse("1000000000000000000000"), "valid"],
+    ];
+    for (const [listed, value, expected] of cases) {
+      const what = `${JSON.stringify(listed)} ${JSON.stringify(value)}`;
+      expect(verdict({ enum: listed }, value), what).toBe(expected);
+      if (listed.length === 1) expect(verdict({ const: listed[0] }, value), what).toBe(expected);
+    }
+  });
+
+  it("refuses listed values that are not JSON data when the registry is built", () => {
+    for (const bad of [
+      undefined,
+      Number.POSITIVE_INFINITY,
+      Number.NaN,
+      new Date(0),
+      [1, undefined],
+    ]) {
+      const build = () => compileSchema("test", { enum: ["a", bad] });
+      expect(build, String(bad)).toThrow(InvalidOptionsError);
+      expect(build).toThrow("at #/enum/1, must be JSON data");
+      expect(() => compileSchema("test", { const: bad })).toThrow("at #/const, must be JSON data");
+    }
+  });
+});
+
+describe("input schemas: numbers", () => {
+  it("take multipleOf exactly, as the decimals they are written as", () => {
+    const cases: [number, number, "valid" | "invalid"][] = [
+      [0.01, 0.0100000000001, "invalid"],
+      [0.01, 0.07, "valid"],
+      [0.01, 4.35, "valid"],
+      [0.01, 0.075, "invalid"],
+      [0.01, -0.07, "valid"],
+      [0.01, -0.075, "invalid"],
+      [0.1, 0.3, "valid"],
+      [0.1, 0.1 + 0.2, "invalid"],
+      [0.1, 0, "valid"],
+      [0.1, -0, "valid"],
+      [1e-7, 3e-7, "valid"],
+      [1e-7, 1e-8, "invalid"],
+      [1e-8, 1e-7, "valid"],
+      [1.5e-7, 4.5e-7, "valid"],
+      [1.5e-7, 4.4e-7, "invalid"],
+      [1e-300, 1e300, "valid"],
+      [0.5, 1e300, "valid"],
+      [3, 1e300, "invalid"],
+      [7, 1e21, "invalid"],
+      [2, 1e21, "valid"],
+      [3, 9007199254740990, "valid"],
+      [3, 9007199254740991, "invalid"],
+      [1, 1.0000000001, "invalid"],
+      [1, 5e-10, "invalid"],
+      [0.25, 1.75, "valid"],
+      [0.25, 1.7, "invalid"],
+      [1e20, 3e20, "valid"],
+      [1e20, 3.5e20, "invalid"],
+      [2.5, -7.5, "valid"],
+      [123.456, 246.912, "valid"],
+      [123.456, 246.913, "invalid"],
+    ];
+    for (const [step, value, expected] of cases)
+      expect(verdict({ multipleOf: step }, value), `${value} of ${step}`).toBe(expected);
+  });
+
+  it("refuse Infinity and NaN wherever a number may stand, with or without a schema", () => {
+    const huge = JSON.parse('{"n": 1e400, "m": [-1e400]}');
+    expect(huge.n).toBe(Number.POSITIVE_INFINITY);
+    for (const schema of [{ type: "number" }, { type: "integer" }, {}, true, { minimum: 0 }]) {
+      const check = compileSchema("test", { properties: { n: schema } });
+      expect(check({ n: huge.n }), JSON.stringify(schema)).toEqual([
+        { path: "/n", message: "must be a finite number" },
+      ]);
+    }
+    expect(compileSchema("test", {})(huge)).toEqual([
+      { path: "/n", message: "must be a finite number" },
+    ]);
+    expect(checkPlainArguments({ a: [1, [Number.NaN]] })).toEqual([
+      { path: "/a/1/0", message: "must be a finite number" },
+    ]);
+    expect(checkPlainArguments({ m: huge.m })).toEqual([
+      { path: "/m/0", message: "must be a finite number" },
+    ]);
+    expect(compileSchema("test", { type: "number" })(Number.MAX_VALUE)).toEqual([]);
   });
 });
 
