@@ -418,6 +418,15 @@ describe.each(LINES)("the SDK client (%s)", (line) => {
     expect(badText).toMatch(/text/);
     const extra = await client.callTool({ name: "add_note", arguments: { text: "x", more: 1 } });
     expect(extra.isError).toBe(true);
+    // Many long wrong keys: at most 20 errors, each clipped, then a note that more were found.
+    const wide: Record<string, unknown> = { text: "x" };
+    for (let i = 0; i < 28; i++) wide[`${String(i).padStart(4, "0")}${"k".repeat(2044)}`] = i;
+    const many = await client.callTool({ name: "add_note", arguments: wide });
+    const manyText = (many.content as { text: string }[])[0]?.text ?? "";
+    expect(many.isError).toBe(true);
+    expect(manyText.length).toBeLessThan(8 * 1024);
+    expect(manyText).toContain(`/0000${"k".repeat(250)}…: the property is not allowed`);
+    expect(manyText).toMatch(/more errors were found; only the first 20 are listed$/);
     expect(s.ran).toEqual([]);
     const failed = await client.callTool({ name: "fail", arguments: {} });
     await client.close();

@@ -395,6 +395,40 @@ describe("execute: arguments and bodies", () => {
     expect(calls[0]?.args).toEqual({ count: 2 });
   });
 
+  it("answers at most 20 errors, each clipped, however many and long the wrong keys", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["typed"]);
+    // 28 keys of 2 KiB that the schema does not allow: 58 KiB asked, each error naming one key.
+    const args: Record<string, unknown> = { count: 1 };
+    for (let i = 0; i < 28; i++) args[`${String(i).padStart(4, "0")}${"k".repeat(2044)}`] = i;
+    const asked = JSON.stringify({ capability: "typed", arguments: args });
+    expect(asked.length).toBeGreaterThan(56 * 1024);
+    const response = await agents.execute(
+      new Request(EXECUTE, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${await token(agents, g, ["typed"])}`,
+        },
+        body: asked,
+      }),
+    );
+    const answer = await response.text();
+    expect(response.status).toBe(400);
+    expect(answer.length).toBeLessThan(8 * 1024);
+    const errors = (JSON.parse(answer) as { errors: { path: string; message: string }[] }).errors;
+    expect(errors).toHaveLength(21);
+    expect(errors[0]).toEqual({
+      path: `/0000${"k".repeat(250)}…`,
+      message: "the property is not allowed",
+    });
+    expect(errors[20]).toEqual({
+      path: "",
+      message: "more errors were found; only the first 20 are listed",
+    });
+    expect(calls).toHaveLength(0);
+  });
+
   it("refuses numbers JSON cannot hold (1e400 parses as Infinity), with or without a schema", async () => {
     const agents = await setup();
     const g = await grant(agents, ["typed", "free"]);

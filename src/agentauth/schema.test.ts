@@ -11,6 +11,7 @@ const object = (properties: Record<string, unknown>, extra: Record<string, unkno
 });
 const verdict = (schema: unknown, value: unknown) =>
   compileSchema("test", schema)(value).length === 0 ? "valid" : "invalid";
+const OMITTED = { path: "", message: "more errors were found; only the first 20 are listed" };
 
 /**
  * `value` rebuilt so that every read of its objects and arrays is counted:
@@ -202,8 +203,42 @@ describe("input schemas: adversarial arguments are checked in linear time", () =
       items: { type: "string", format: "email" },
     });
     const errors = check(Array.from({ length: 10_000 }, (_, i) => `user${i}@`));
-    expect(errors).toHaveLength(20);
+    expect(errors).toHaveLength(21);
     expect(errors[3]).toEqual({ path: "/3", message: "must be a valid email" });
+    expect(errors[20]).toEqual(OMITTED);
+    // Exactly 20: nothing was left out, so no marker.
+    expect(check(Array.from({ length: 20 }, (_, i) => `user${i}@`))).toHaveLength(20);
+  });
+
+  it("clips each error's path and message: long keys cannot make the answer larger than the request", () => {
+    const check = compileSchema("test", {
+      $defs: { n: { type: "object", additionalProperties: { $ref: "#/$defs/n" } } },
+      $ref: "#/$defs/n",
+    });
+    // 28 levels of 2 KiB keys above 25 wrong values: unclipped, 20 paths of 56 KiB each.
+    let body: unknown = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`v${i}`, 1]));
+    for (let i = 0; i < 28; i++) body = { [`${i}`.padStart(4, "0") + "k".repeat(2044)]: body };
+    const request = JSON.stringify(body).length;
+    const errors = check(body);
+    expect(errors).toHaveLength(21);
+    for (const error of errors.slice(0, 20)) {
+      expect(error.path).toHaveLength(256);
+      expect(error.path.startsWith("/0027kkk")).toBe(true);
+      expect(error.path.endsWith("…")).toBe(true);
+      expect(error.message).toBe("must be of type object");
+    }
+    expect(JSON.stringify(errors).length).toBeLessThan(8 * 1024);
+    expect(request).toBeGreaterThan(56 * 1024);
+    // Clipped between characters, never inside a surrogate pair.
+    const emoji = compileSchema("test", { additionalProperties: false })({
+      [`a${"😀".repeat(200)}`]: 1,
+    });
+    expect(emoji[0]?.path).toHaveLength(255);
+    expect(emoji[0]?.path.endsWith("😀…")).toBe(true);
+    // A long key refused for what it is is clipped the same way.
+    const poisoned = compileSchema("test", {})({ ["k".repeat(5000)]: { constructor: 1 } });
+    expect(poisoned[0]?.path).toHaveLength(256);
+    expect(poisoned[0]?.message).toBe("the key constructor is not allowed");
   });
 });
 
@@ -241,9 +276,10 @@ describe("input schemas: the error report costs what the verdict costs", () => {
     const { errors, reads } = measured(array, items);
     // The screen for prototype keys reads every value once, whatever the schema.
     const screened = measured({}, items).reads;
-    expect(reads - screened).toBeLessThan(40 * 4 * 20);
-    expect(errors).toHaveLength(20);
+    expect(reads - screened).toBeLessThan(40 * 4 * 21);
+    expect(errors).toHaveLength(21);
     expect(errors[0]).toEqual({ path: "/0/x/x/x/x", message: "must be of type string" });
+    expect(errors[20]).toEqual(OMITTED);
   });
 
   it("decides anyOf and oneOf diamonds across levels once per value", () => {

@@ -4,7 +4,10 @@ import { FORMATS } from "./schema-formats.ts";
 /** A JSON Schema document (draft 2020-12 unless `$schema` names 2019-09, 7 or 4). */
 export type JsonSchema = Readonly<Record<string, unknown>> | boolean;
 
-/** Where in the arguments a check failed (a JSON Pointer) and why. */
+/**
+ * Where in the arguments a check failed (a JSON Pointer) and why, each
+ * clipped to 256 characters (a clipped one ends with "…").
+ */
 export interface ArgumentError {
   readonly path: string;
   readonly message: string;
@@ -26,7 +29,14 @@ const TYPES = new Set(["null", "boolean", "object", "array", "number", "integer"
 // Keys that would reach a handler as something other than data if merged naively.
 const POISONED = new Set(["__proto__", "constructor", "prototype"]);
 const MAX_DEPTH = 32;
+/** At most this many errors are listed; when more were found, one last entry says so. */
 const MAX_ERRORS = 20;
+/** Each error's path and message are clipped to this many UTF-16 code units. */
+const MAX_ERROR_TEXT = 256;
+const OMITTED: ArgumentError = Object.freeze({
+  path: "",
+  message: `more errors were found; only the first ${MAX_ERRORS} are listed`,
+});
 /** At most this many subschemas in one input schema. */
 const MAX_SUBSCHEMAS = 512;
 /**
@@ -146,8 +156,9 @@ const APPLICATORS = 16;
  * arguments: every subschema is checked, and reported, at most once per value,
  * at most `MAX_PER_VALUE` subschemas apply to one value (`MAX_EXPANDED`
  * counting each way of reaching them), formats are single-pass, bounds are
- * checked before costly keywords, and `enum` and `uniqueItems` look canonical
- * forms up in sets. Whatever it cannot promise that for (`pattern`, an unknown `format`
+ * checked before costly keywords, `enum` and `uniqueItems` look canonical
+ * forms up in sets, and at most `MAX_ERRORS` errors of bounded size are
+ * listed. Whatever it cannot promise that for (`pattern`, an unknown `format`
  * or keyword, a `$ref` loop that never descends, a schema too wide) throws
  * `InvalidOptionsError` here, naming it.
  */
@@ -694,18 +705,40 @@ function sameValue(node: Node): (Node | undefined)[] {
   ];
 }
 
+/**
+ * The errors of one check: distinct ones, at most `MAX_ERRORS`, then the
+ * `OMITTED` marker once one more was found (and the check stops).
+ */
 class Sink {
   readonly out: ArgumentError[] = [];
   private readonly seen = new Set<string>();
-  get full(): boolean {
-    return this.out.length >= MAX_ERRORS;
-  }
+  full = false;
   add(path: string, message: string): void {
+    if (this.full) return;
     const key = `${path}\n${message}`;
-    if (this.full || this.seen.has(key)) return;
+    if (this.seen.has(key)) return;
+    if (this.out.length === MAX_ERRORS) {
+      this.out.push(OMITTED);
+      this.full = true;
+      return;
+    }
     this.seen.add(key);
-    this.out.push({ path, message });
+    this.out.push(argumentError(path, message));
   }
+}
+
+/** An error as answered: its path and message clipped, so that their size is bounded. */
+function argumentError(path: string, message: string): ArgumentError {
+  return { path: clipped(path), message: clipped(message) };
+}
+
+function clipped(text: string): string {
+  if (text.length <= MAX_ERROR_TEXT) return text;
+  let end = MAX_ERROR_TEXT - 1;
+  // Never half of a surrogate pair.
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
 }
 
 /**
@@ -1284,9 +1317,9 @@ function screen(value: unknown): ArgumentError | undefined {
   const trail: (string | number)[] = [];
   const at = () => trail.map((key) => `/${pointerToken(String(key))}`).join("");
   const walk = (inner: unknown, depth: number): ArgumentError | undefined => {
-    if (depth > MAX_DEPTH) return { path: at(), message: `nested deeper than ${MAX_DEPTH} levels` };
+    if (depth > MAX_DEPTH) return argumentError(at(), `nested deeper than ${MAX_DEPTH} levels`);
     if (typeof inner === "number") {
-      if (!Number.isFinite(inner)) return { path: at(), message: "must be a finite number" };
+      if (!Number.isFinite(inner)) return argumentError(at(), "must be a finite number");
     } else if (Array.isArray(inner)) {
       for (let i = 0; i < inner.length; i++) {
         trail.push(i);
@@ -1297,7 +1330,7 @@ function screen(value: unknown): ArgumentError | undefined {
     } else if (typeof inner === "object" && inner !== null) {
       for (const key of Object.keys(inner)) {
         trail.push(key);
-        if (POISONED.has(key)) return { path: at(), message: `the key ${key} is not allowed` };
+        if (POISONED.has(key)) return argumentError(at(), `the key ${key} is not allowed`);
         const found = walk((inner as Record<string, unknown>)[key], depth + 1);
         if (found !== undefined) return found;
         trail.pop();
