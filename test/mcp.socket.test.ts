@@ -428,6 +428,15 @@ describe.each(LINES)("the SDK client (%s)", (line) => {
     expect(badText).toMatch(/text/);
     const extra = await client.callTool({ name: "add_note", arguments: { text: "x", more: 1 } });
     expect(extra.isError).toBe(true);
+    // Many long wrong keys: at most 20 errors, each clipped, then a note that more were found.
+    const wide: Record<string, unknown> = { text: "x" };
+    for (let i = 0; i < 28; i++) wide[`${String(i).padStart(4, "0")}${"k".repeat(2044)}`] = i;
+    const many = await client.callTool({ name: "add_note", arguments: wide });
+    const manyText = (many.content as { text: string }[])[0]?.text ?? "";
+    expect(many.isError).toBe(true);
+    expect(manyText.length).toBeLessThan(8 * 1024);
+    expect(manyText).toContain(`/0000${"k".repeat(250)}…: the property is not allowed`);
+    expect(manyText).toMatch(/more errors were found; only the first 20 are listed$/);
     expect(s.ran).toEqual([]);
     const failed = await client.callTool({ name: "fail", arguments: {} });
     await client.close();
@@ -543,6 +552,27 @@ describe("requests no SDK client sends", () => {
         capabilities: { tools: { listChanged: false } },
       });
     }
+  });
+
+  it("answers a number JSON cannot hold (1e400) as a tool error; the handler never runs", async () => {
+    const s = await site();
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);
+    const token = await mcpToken(s);
+    const call = (args: string) =>
+      postMcp(
+        s,
+        token,
+        "2025-11-25",
+        `{"jsonrpc":"2.0","id":${++rpcId},"method":"tools/call","params":{"name":"read_notes","arguments":${args}}}`,
+      );
+    const answer = await call('{"n":1e400}');
+    const text = await answer.text();
+    expect(answer.status, text).toBe(200);
+    expect(text).toContain('"isError":true');
+    expect(text).toContain("/n: must be a finite number");
+    expect(s.ran).toEqual([]);
+    expect((await call('{"n":1e300}')).status).toBe(200);
+    expect(s.ran).toEqual(["read_notes"]);
   });
 
   it("answers the step-up 403 with insufficient_scope, the tool as scope, and the metadata", async () => {

@@ -395,6 +395,59 @@ describe("execute: arguments and bodies", () => {
     expect(calls[0]?.args).toEqual({ count: 2 });
   });
 
+  it("answers at most 20 errors, each clipped, however many and long the wrong keys", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["typed"]);
+    // 28 keys of 2 KiB that the schema does not allow: 58 KiB asked, each error naming one key.
+    const args: Record<string, unknown> = { count: 1 };
+    for (let i = 0; i < 28; i++) args[`${String(i).padStart(4, "0")}${"k".repeat(2044)}`] = i;
+    const asked = JSON.stringify({ capability: "typed", arguments: args });
+    expect(asked.length).toBeGreaterThan(56 * 1024);
+    const response = await agents.execute(
+      new Request(EXECUTE, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${await token(agents, g, ["typed"])}`,
+        },
+        body: asked,
+      }),
+    );
+    const answer = await response.text();
+    expect(response.status).toBe(400);
+    expect(answer.length).toBeLessThan(8 * 1024);
+    const errors = (JSON.parse(answer) as { errors: { path: string; message: string }[] }).errors;
+    expect(errors).toHaveLength(21);
+    expect(errors[0]).toEqual({
+      path: `/0000${"k".repeat(250)}…`,
+      message: "the property is not allowed",
+    });
+    expect(errors[20]).toEqual({
+      path: "",
+      message: "more errors were found; only the first 20 are listed",
+    });
+    expect(calls).toHaveLength(0);
+  });
+
+  it("refuses numbers JSON cannot hold (1e400 parses as Infinity), with or without a schema", async () => {
+    const agents = await setup();
+    const g = await grant(agents, ["typed", "free"]);
+    for (const raw of [
+      '{"capability":"free","arguments":{"n":1e400}}',
+      '{"capability":"free","arguments":{"n":[1,-1e400]}}',
+      '{"capability":"typed","arguments":{"count":1,"tags":{"x":1e999}}}',
+    ]) {
+      const answer = await execute(agents, await token(agents, g, ["typed", "free"]), undefined, {
+        raw,
+      });
+      expect([answer.status, answer.body.error], raw).toEqual([400, "invalid_request"]);
+      expect((answer.body.errors as { message: string }[])[0]?.message).toBe(
+        "must be a finite number",
+      );
+    }
+    expect(calls).toHaveLength(0);
+  });
+
   it("answers malformed bodies precisely", async () => {
     const agents = await setup({ maxBodyBytes: 1024 });
     const g = await grant(agents, ["a"]);

@@ -4,7 +4,10 @@ import { FORMATS } from "./schema-formats.ts";
 /** A JSON Schema document (draft 2020-12 unless `$schema` names 2019-09, 7 or 4). */
 export type JsonSchema = Readonly<Record<string, unknown>> | boolean;
 
-/** Where in the arguments a check failed (a JSON Pointer) and why. */
+/**
+ * Where in the arguments a check failed (a JSON Pointer) and why, each
+ * clipped to 256 characters (a clipped one ends with "…").
+ */
 export interface ArgumentError {
   readonly path: string;
   readonly message: string;
@@ -26,7 +29,14 @@ const TYPES = new Set(["null", "boolean", "object", "array", "number", "integer"
 // Keys that would reach a handler as something other than data if merged naively.
 const POISONED = new Set(["__proto__", "constructor", "prototype"]);
 const MAX_DEPTH = 32;
+/** At most this many errors are listed; when more were found, one last entry says so. */
 const MAX_ERRORS = 20;
+/** Each error's path and message are clipped to this many UTF-16 code units. */
+const MAX_ERROR_TEXT = 256;
+const OMITTED: ArgumentError = Object.freeze({
+  path: "",
+  message: `more errors were found; only the first ${MAX_ERRORS} are listed`,
+});
 /** At most this many subschemas in one input schema. */
 const MAX_SUBSCHEMAS = 512;
 /**
@@ -37,6 +47,15 @@ const MAX_SUBSCHEMAS = 512;
 const MAX_PER_VALUE = 16;
 /** Distinct sets of subschemas explored when bounding the above. */
 const MAX_SHAPES = 4096;
+/**
+ * At most this many subschemas may one subschema apply to the value it
+ * checks, itself included and each counted once for every way allOf, anyOf,
+ * oneOf, not, if/then/else, dependentSchemas and $ref reach it: the size of
+ * the subschema with those references expanded. Shared subschemas multiply
+ * (eight `$ref`s to a level that holds eight `$ref`s to the next...), and the
+ * error report follows them.
+ */
+const MAX_EXPANDED = 256;
 
 const ANNOTATIONS = new Set([
   "title",
@@ -75,8 +94,8 @@ class Node {
   types: readonly string[] | undefined = undefined;
   /** The `types` as bits of `kindOf` (0: any type), so that a check tests one mask. */
   typeMask: number = 0;
-  constant: { readonly value: unknown } | undefined = undefined;
-  enumeration: readonly unknown[] | undefined = undefined;
+  constant: { readonly value: unknown; readonly listed: Listed } | undefined = undefined;
+  enumeration: Listed | undefined = undefined;
   minLength: number | undefined = undefined;
   maxLength: number | undefined = undefined;
   format: { readonly name: string; readonly test: (value: string) => boolean } | undefined =
@@ -133,12 +152,14 @@ const APPLICATORS = 16;
 /**
  * Compiles an input schema into a check. The check is our own interpreter of
  * the keywords listed in the README (no code generation: it runs on Workers
- * too), built so that its cost is linear in the arguments: every subschema is
- * checked at most once per value, at most `MAX_PER_VALUE` subschemas apply to
- * one value, formats are single-pass, bounds are checked before costly
- * keywords and `uniqueItems` compares canonical forms through a map. Whatever
- * it cannot promise that for (`pattern`, an unknown `format` or keyword, a
- * `$ref` loop that never descends, a schema too wide) throws
+ * too), built so that its cost, the error report included, is linear in the
+ * arguments: every subschema is checked, and reported, at most once per value,
+ * at most `MAX_PER_VALUE` subschemas apply to one value (`MAX_EXPANDED`
+ * counting each way of reaching them), formats are single-pass, bounds are
+ * checked before costly keywords, `enum` and `uniqueItems` look canonical
+ * forms up in sets, and at most `MAX_ERRORS` errors of bounded size are
+ * listed. Whatever it cannot promise that for (`pattern`, an unknown `format`
+ * or keyword, a `$ref` loop that never descends, a schema too wide) throws
  * `InvalidOptionsError` here, naming it.
  */
 export function compileSchema(where: string, schema: unknown): ArgumentCheck {
@@ -148,8 +169,8 @@ export function compileSchema(where: string, schema: unknown): ArgumentCheck {
   compiler.finish(root);
   const count = compiler.count;
   return (value) => {
-    const poisoned = findPoisonedKey(value);
-    if (poisoned !== undefined) return [poisoned];
+    const refused = screen(value);
+    if (refused !== undefined) return [refused];
     const run = new Run(count);
     if (run.valid(root, value)) return [];
     const sink = new Sink();
@@ -169,10 +190,10 @@ export function checkPublishedSchema(where: string, schema: unknown): void {
   inspect(where, schema, 0);
 }
 
-/** Arguments without a schema still may not carry prototype keys. */
+/** Arguments without a schema still may not carry prototype keys nor numbers past JSON's. */
 export function checkPlainArguments(value: unknown): readonly ArgumentError[] {
-  const poisoned = findPoisonedKey(value);
-  return poisoned === undefined ? [] : [poisoned];
+  const refused = screen(value);
+  return refused === undefined ? [] : [refused];
 }
 
 function declaredDraft(where: string, schema: unknown): Draft {
@@ -305,6 +326,24 @@ class Compiler {
     return value;
   }
 
+  /** The values of an `enum` (or the one of a `const`), for lookups by their canonical JSON. */
+  listed(values: readonly unknown[], at: string, single = false): Listed {
+    const primitives = new Set<unknown>();
+    const texts = new Set<string>();
+    let longest = 0;
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
+      const text = canonicalJson(value, Number.POSITIVE_INFINITY);
+      if (text === undefined) this.fail(single ? at : `${at}/${i}`, "must be JSON data");
+      if (typeof value !== "object" || value === null) primitives.add(value);
+      else {
+        texts.add(text);
+        longest = Math.max(longest, text.length);
+      }
+    }
+    return new Listed(primitives, texts, longest);
+  }
+
   number(value: unknown, at: string, positive: boolean): number {
     if (typeof value !== "number" || !Number.isFinite(value) || (positive && value <= 0))
       this.fail(at, `must be a ${positive ? "positive " : ""}number`);
@@ -362,6 +401,7 @@ class Compiler {
     };
     const seen = new Set<string>();
     const pending: Set<Node>[] = [];
+    const reached = new Set<Node>();
     const visit = (shape: Set<Node>) => {
       if (shape.size === 0) return;
       const key = [...shape]
@@ -378,6 +418,7 @@ class Compiler {
       }
       seen.add(key);
       if (seen.size > MAX_SHAPES) this.fail("#", "the schema is too complex to bound its cost");
+      for (const node of shape) reached.add(node);
       pending.push(shape);
     };
     this.markOnce(root);
@@ -398,6 +439,31 @@ class Compiler {
         visit(union((n) => [n.prefix[i] ?? n.items, n.contains], shape));
       visit(union((n) => [n.items, n.contains], shape));
     }
+    // Outermost first, so that the message names where the sharing starts.
+    for (const node of [...reached].sort((a, b) => a.id - b.id))
+      if (this.expanded(node) > MAX_EXPANDED)
+        this.fail(
+          node.at,
+          `one value would be checked against more subschemas than the ${MAX_EXPANDED} that one value may be checked against, counting a subschema once for every way allOf, anyOf, oneOf, not, if/then/else, dependentSchemas and $ref reach it; share fewer subschemas between these keywords`,
+        );
+  }
+
+  private readonly expansions = new Map<Node, number>();
+
+  /**
+   * The subschemas `node` applies to its value, itself included and counted
+   * once per way of reaching them (`MAX_EXPANDED`), past which it stops
+   * counting. Memoised, so this costs one visit per subschema; only called on
+   * subschemas whose closure is known to hold no loop.
+   */
+  private expanded(node: Node): number {
+    const known = this.expansions.get(node);
+    if (known !== undefined) return known;
+    let size = 1;
+    for (const inner of sameValue(node))
+      if (inner !== undefined) size = Math.min(size + this.expanded(inner), MAX_EXPANDED + 1);
+    this.expansions.set(node, size);
+    return size;
   }
 }
 
@@ -523,10 +589,14 @@ const KEYWORDS = new Map<string, Keyword>([
     (c, node, _key, value, here) => {
       if (!Array.isArray(value) || value.length === 0)
         return c.fail(here, "enum must be a non-empty array");
-      node.enumeration = value;
+      node.enumeration = c.listed(value, here);
     },
   ],
-  ["const", (_c, node, _key, value) => (node.constant = { value })],
+  [
+    "const",
+    (c, node, _key, value, here) =>
+      (node.constant = { value, listed: c.listed([value], here, true) }),
+  ],
   ["minimum", bound],
   ["maximum", bound],
   ["multipleOf", bound],
@@ -635,17 +705,60 @@ function sameValue(node: Node): (Node | undefined)[] {
   ];
 }
 
+/**
+ * The errors of one check: distinct ones, at most `MAX_ERRORS`, then the
+ * `OMITTED` marker once one more was found (and the check stops).
+ */
 class Sink {
   readonly out: ArgumentError[] = [];
   private readonly seen = new Set<string>();
-  get full(): boolean {
-    return this.out.length >= MAX_ERRORS;
-  }
+  full = false;
   add(path: string, message: string): void {
+    if (this.full) return;
     const key = `${path}\n${message}`;
-    if (this.full || this.seen.has(key)) return;
+    if (this.seen.has(key)) return;
+    if (this.out.length === MAX_ERRORS) {
+      this.out.push(OMITTED);
+      this.full = true;
+      return;
+    }
     this.seen.add(key);
-    this.out.push({ path, message });
+    this.out.push(argumentError(path, message));
+  }
+}
+
+/** An error as answered: its path and message clipped, so that their size is bounded. */
+function argumentError(path: string, message: string): ArgumentError {
+  return { path: clipped(path), message: clipped(message) };
+}
+
+function clipped(text: string): string {
+  if (text.length <= MAX_ERROR_TEXT) return text;
+  let end = MAX_ERROR_TEXT - 1;
+  // Never half of a surrogate pair.
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${text.slice(0, end)}…`;
+}
+
+/**
+ * The values an `enum` or `const` lists: JSON's scalars in a set of their own
+ * (a number is equal to itself however it was written, and 0 to -0), objects
+ * and arrays as their canonical JSON. A lookup costs one canonical form of the
+ * value, which stops as soon as it is longer than the longest listed.
+ */
+class Listed {
+  constructor(
+    private readonly primitives: ReadonlySet<unknown>,
+    private readonly texts: ReadonlySet<string>,
+    private readonly longest: number,
+  ) {}
+
+  has(value: unknown): boolean {
+    if (typeof value !== "object" || value === null) return this.primitives.has(value);
+    if (this.texts.size === 0) return false;
+    const text = canonicalJson(value, this.longest);
+    return text !== undefined && this.texts.has(text);
   }
 }
 
@@ -663,8 +776,10 @@ class Run {
   private readonly canonicalIds = new Map<string, number>();
   /** While errors are collected every verdict is kept: the same parts are asked again. */
   private reporting = false;
+  /** Per subschema id, the values (and their paths) already reported against it. */
+  private reported: (Map<unknown, Set<string>> | undefined)[] | undefined;
 
-  constructor(nodes: number) {
+  constructor(private readonly nodes: number) {
     this.memos = new Array(nodes).fill(undefined);
   }
 
@@ -686,9 +801,32 @@ class Run {
   /** Says why `value` fails `node`, descending only into the parts that fail. */
   report(node: Node, value: unknown, path: string, sink: Sink): void {
     this.reporting = true;
-    if (sink.full || this.valid(node, value)) return;
+    if (sink.full || this.valid(node, value) || this.reportedBefore(node, value, path)) return;
     if (node.bool === false) sink.add(path, "no value is allowed here");
     else this.evaluate(node, value, path, sink);
+  }
+
+  /**
+   * Whether `value` at `path` was reported against `node` already (and marks
+   * it so). A report depends on these three alone, and stops only once the
+   * sink is full: a second one would add nothing. Without this, subschemas
+   * shared across levels would be reported once per way of reaching them.
+   */
+  private reportedBefore(node: Node, value: unknown, path: string): boolean {
+    this.reported ??= new Array(this.nodes).fill(undefined);
+    let byValue = this.reported[node.id];
+    if (byValue === undefined) {
+      byValue = new Map();
+      this.reported[node.id] = byValue;
+    }
+    let paths = byValue.get(value);
+    if (paths === undefined) {
+      paths = new Set();
+      byValue.set(value, paths);
+    }
+    if (paths.has(path)) return true;
+    paths.add(path);
+    return false;
   }
 
   /**
@@ -725,10 +863,10 @@ class Run {
       if (sink !== undefined) sink.add(path, `must be of type ${node.types?.join(" or ")}`);
       return false;
     }
-    if (node.constant !== undefined && !equal(raw, node.constant.value))
+    if (node.constant !== undefined && !node.constant.listed.has(raw))
       if (sink === undefined || stop(sink, path, `must be ${JSON.stringify(node.constant.value)}`))
         return false;
-    if (node.enumeration !== undefined && !isListed(raw, node.enumeration))
+    if (node.enumeration !== undefined && !node.enumeration.has(raw))
       if (sink === undefined || stop(sink, path, "must be one of the values listed in enum"))
         return false;
     const groups = node.groups;
@@ -1054,12 +1192,6 @@ function kindOf(raw: unknown): number {
   }
 }
 
-function isListed(raw: unknown, values: readonly unknown[]): boolean {
-  const counts = new Map<object, number>();
-  for (const listed of values) if (equal(raw, listed, counts)) return true;
-  return false;
-}
-
 /** JSON Schema counts code points: a UTF-16 length over twice the bound cannot fit. */
 function tooLong(value: string, max: number): boolean {
   if (value.length <= max) return false;
@@ -1086,63 +1218,109 @@ function codePoints(value: string): number {
   return count;
 }
 
-function isMultiple(value: number, of: number): boolean {
-  // An integer step is exact in binary: no tolerance (`multipleOf: 1` asks for an integer).
-  if (Number.isInteger(of)) return Number.isInteger(value) && value % of === 0;
-  const quotient = value / of;
-  if (Number.isInteger(quotient)) return true;
-  if (!Number.isFinite(quotient)) return false;
-  // Decimal steps (0.01) are not exact in binary: allow the rounding error.
-  return Math.abs(quotient - Math.round(quotient)) < 1e-9;
-}
-
 /**
- * Deep equality with a schema's constant. Its cost is bounded by the constant's size, plus one
- * count of each compared object's keys, kept in `counts` across the constants of one `enum`.
+ * Whether `value` is a multiple of `of` as the decimals they are written as:
+ * 0.01 is one hundredth, not its binary neighbour, so 0.07 is a multiple of it
+ * and 0.0100000000001 is not. No tolerance.
  */
-function equal(value: unknown, constant: unknown, counts = new Map<object, number>()): boolean {
-  if (value === constant) return true;
-  if (typeof value !== "object" || typeof constant !== "object") return false;
-  if (value === null || constant === null) return false;
-  if (Array.isArray(constant)) {
-    if (!Array.isArray(value) || value.length !== constant.length) return false;
-    return constant.every((item, i) => equal(value[i], item, counts));
+function isMultiple(value: number, of: number): boolean {
+  if (!Number.isFinite(value)) return false;
+  if (Number.isInteger(of)) {
+    if (!Number.isInteger(value)) return false;
+    // Safe integers divide exactly in binary.
+    if (Number.isSafeInteger(of) && Number.isSafeInteger(value)) return value % of === 0;
   }
-  if (Array.isArray(value)) return false;
-  const keys = Object.keys(constant);
-  if (keyCount(value, counts) !== keys.length) return false;
-  return keys.every(
-    (key) =>
-      Object.hasOwn(value, key) &&
-      equal(
-        (value as Record<string, unknown>)[key],
-        (constant as Record<string, unknown>)[key],
-        counts,
-      ),
+  const a = decimal(value);
+  const b = decimal(of);
+  const scale = Math.min(a.exponent, b.exponent);
+  return (
+    (a.digits * 10n ** BigInt(a.exponent - scale)) %
+      (b.digits * 10n ** BigInt(b.exponent - scale)) ===
+    0n
   );
 }
 
-/** `value`'s own key count, counted once per comparison however many constants are tried. */
-function keyCount(value: object, counts: Map<object, number>): number {
-  let count = counts.get(value);
-  if (count === undefined) {
-    count = Object.keys(value).length;
-    counts.set(value, count);
-  }
-  return count;
+/**
+ * A finite number as `digits` × 10^`exponent`, from the shortest decimal that
+ * reads back as it ("0.01", "1.5e-7", "1e+21").
+ */
+function decimal(value: number): { readonly digits: bigint; readonly exponent: number } {
+  const text = String(value);
+  const e = text.indexOf("e");
+  const mantissa = e < 0 ? text : text.slice(0, e);
+  let exponent = e < 0 ? 0 : Number(text.slice(e + 1));
+  const dot = mantissa.indexOf(".");
+  if (dot >= 0) exponent -= mantissa.length - dot - 1;
+  return { digits: BigInt(dot < 0 ? mantissa : mantissa.replace(".", "")), exponent };
+}
+
+/**
+ * `value`'s JSON with object keys sorted, or undefined when it is not JSON
+ * data or its text would be longer than `limit` (the walk stops there).
+ */
+function canonicalJson(value: unknown, limit: number): string | undefined {
+  const parts: string[] = [];
+  let length = 0;
+  const put = (text: string): boolean => {
+    parts.push(text);
+    length += text.length;
+    return length <= limit;
+  };
+  const walk = (inner: unknown): boolean => {
+    switch (typeof inner) {
+      case "string":
+        // Its JSON is at least two characters longer.
+        return inner.length + 2 + length <= limit && put(JSON.stringify(inner));
+      case "number":
+        return Number.isFinite(inner) && put(JSON.stringify(inner));
+      case "boolean":
+        return put(inner ? "true" : "false");
+      case "object": {
+        if (inner === null) return put("null");
+        if (Array.isArray(inner)) {
+          if (!put("[")) return false;
+          for (let i = 0; i < inner.length; i++)
+            if ((i > 0 && !put(",")) || !walk(inner[i])) return false;
+          return put("]");
+        }
+        if (!isPlainObject(inner)) return false;
+        const keys = Object.keys(inner);
+        // Each member takes at least four characters ("":0).
+        if (length + 2 + 4 * keys.length > limit || !put("{")) return false;
+        keys.sort();
+        for (let i = 0; i < keys.length; i++) {
+          const key = keys[i] as string;
+          if (i > 0 && !put(",")) return false;
+          if (key.length + 3 + length > limit || !put(`${JSON.stringify(key)}:`)) return false;
+          if (!walk(inner[key])) return false;
+        }
+        return put("}");
+      }
+      default:
+        return false;
+    }
+  };
+  return walk(value) ? parts.join("") : undefined;
 }
 
 function pointerToken(key: string): string {
   return key.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 
-function findPoisonedKey(value: unknown): ArgumentError | undefined {
+/**
+ * What no arguments may hold, whatever their schema: nesting deeper than
+ * `MAX_DEPTH`, keys that would reach a handler as something other than data,
+ * and numbers JSON cannot write (`1e400` parses as Infinity).
+ */
+function screen(value: unknown): ArgumentError | undefined {
   // The path is kept as a stack and written out only for the answer.
   const trail: (string | number)[] = [];
   const at = () => trail.map((key) => `/${pointerToken(String(key))}`).join("");
   const walk = (inner: unknown, depth: number): ArgumentError | undefined => {
-    if (depth > MAX_DEPTH) return { path: at(), message: `nested deeper than ${MAX_DEPTH} levels` };
-    if (Array.isArray(inner)) {
+    if (depth > MAX_DEPTH) return argumentError(at(), `nested deeper than ${MAX_DEPTH} levels`);
+    if (typeof inner === "number") {
+      if (!Number.isFinite(inner)) return argumentError(at(), "must be a finite number");
+    } else if (Array.isArray(inner)) {
       for (let i = 0; i < inner.length; i++) {
         trail.push(i);
         const found = walk(inner[i], depth + 1);
@@ -1152,7 +1330,7 @@ function findPoisonedKey(value: unknown): ArgumentError | undefined {
     } else if (typeof inner === "object" && inner !== null) {
       for (const key of Object.keys(inner)) {
         trail.push(key);
-        if (POISONED.has(key)) return { path: at(), message: `the key ${key} is not allowed` };
+        if (POISONED.has(key)) return argumentError(at(), `the key ${key} is not allowed`);
         const found = walk((inner as Record<string, unknown>)[key], depth + 1);
         if (found !== undefined) return found;
         trail.pop();
