@@ -7,7 +7,11 @@
 import { exportJWK, generateKeyPair } from "jose";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../src/core/errors.ts";
+import { storeCaller } from "../src/core/store-call.ts";
+import type { DeviceCodeRecord } from "../src/oauth2/index.ts";
 import { migrate } from "../src/stores/postgres/index.ts";
+import { createRedisClient, RedisDeviceCodeStore } from "../src/stores/redis/index.ts";
 import {
   type PostgresProcess,
   type RedisProcess,
@@ -143,6 +147,29 @@ describe("agent stores failing under a running server", () => {
     await approve();
   });
 
+  it("leaves an approved device code to the poll after one answered 503 while Redis was frozen", async () => {
+    const begun = await post("/oauth/device_authorization", { scope: "count" });
+    const approved = await fetch(`${server.base}/test/approve`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ user_code: begun.body.user_code, human: "alice" }),
+    });
+    expect(approved.status).toBe(200);
+    const poll = { grant_type: DEVICE_GRANT, device_code: begun.body.device_code as string };
+    redis.freeze();
+    try {
+      const given = await post("/oauth/token", poll);
+      expect([given.status, given.body.error]).toEqual([503, "temporarily_unavailable"]);
+    } finally {
+      redis.thaw();
+    }
+    // The poll Redis held while frozen runs once it thaws; then the client polls again.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const again = await post("/oauth/token", poll);
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.access_token).toBeTypeOf("string");
+  });
+
   it("survives PostgreSQL killed mid-traffic: only 200 or 503, runs match the 200s, service resumes after restart", async () => {
     await approve();
     const batch = await tokens(40);
@@ -199,4 +226,74 @@ describe("agent stores failing under a running server", () => {
     expect(resumedIn).toBeLessThan(10_000);
     await approve();
   }, 30_000);
+});
+
+describe("a device-code store call the caller gave up on while Redis was frozen", () => {
+  const call = storeCaller({
+    what: "the device code store",
+    timeoutMs: 300,
+    report: () => {},
+    timed: true,
+  });
+  let client: ReturnType<typeof createRedisClient>;
+  let store: RedisDeviceCodeStore;
+  beforeAll(async () => {
+    client = createRedisClient(redis.url, { onError: () => {} });
+    await client.connect();
+    store = new RedisDeviceCodeStore({ client, prefix: `faults:${crypto.randomUUID()}:` });
+  });
+  afterAll(() => client?.destroy());
+
+  async function pending(): Promise<DeviceCodeRecord> {
+    const now = Date.now();
+    const record: DeviceCodeRecord = {
+      deviceCodeHash: `dc-${crypto.randomUUID()}`,
+      userCodeHash: `uc-${crypto.randomUUID()}`,
+      clientId: `client-${crypto.randomUUID()}`,
+      scope: ["count"],
+      createdAt: now,
+      expiresAt: now + 600_000,
+      intervalMs: 0,
+      status: "pending",
+    };
+    expect(await call(() => store.create(record, now))).toBe("created");
+    return record;
+  }
+
+  async function givenUp(work: () => Promise<unknown>): Promise<void> {
+    redis.freeze();
+    try {
+      await expect(call(work)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      redis.thaw();
+    }
+    await until(
+      async () => (await call(() => store.findByUserCode("none", Date.now()))) === undefined,
+      10_000,
+    );
+  }
+
+  it("approves nothing: the human was answered 503, and the agent's poll finds the code pending", async () => {
+    const record = await pending();
+    const approval = { status: "approved", subject: record.clientId, decidedBy: "alice" } as const;
+    await givenUp(() => store.decide(record.userCodeHash, approval, Date.now()));
+    expect(
+      (await call(() => store.poll(record.deviceCodeHash, record.clientId, Date.now(), 5000)))
+        .outcome,
+    ).toBe("pending");
+    expect(
+      (await call(() => store.decide(record.userCodeHash, approval, Date.now()))).outcome,
+    ).toBe("decided");
+  });
+
+  it("consumes no approval: the next poll collects it", async () => {
+    const record = await pending();
+    const approval = { status: "approved", subject: record.clientId, decidedBy: "alice" } as const;
+    await call(() => store.decide(record.userCodeHash, approval, Date.now()));
+    await givenUp(() => store.poll(record.deviceCodeHash, record.clientId, Date.now(), 5000));
+    expect(
+      (await call(() => store.poll(record.deviceCodeHash, record.clientId, Date.now(), 5000)))
+        .outcome,
+    ).toBe("approved");
+  });
 });

@@ -11,7 +11,12 @@ import { decodeJwt } from "jose";
 import * as oauth from "oauth4webapi";
 import { generateKeySet } from "portcullis/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentAuthOptions, AgentAuthStores } from "../src/agentauth/index.ts";
+import {
+  type AgentAuthOptions,
+  type AgentAuthStores,
+  type Grant,
+  MemoryGrantStore,
+} from "../src/agentauth/index.ts";
 import {
   PostgresAuthorizationCodeStore,
   PostgresGrantStore,
@@ -238,6 +243,18 @@ describe("a Redis that stalls during the exchange", () => {
   let server: RedisProcess;
   let client: ReturnType<typeof createRedisClient>;
   let site: CodeSite;
+  /** Grants that freeze Redis as the next one is read: between a refresh's lookup and its rotation. */
+  class FreezingGrants extends MemoryGrantStore {
+    freezeOnNextGet = false;
+    override async get(grantId: string): Promise<Grant | undefined> {
+      if (this.freezeOnNextGet) {
+        this.freezeOnNextGet = false;
+        server.freeze();
+      }
+      return super.get(grantId);
+    }
+  }
+  const grants = new FreezingGrants();
   beforeAll(async () => {
     server = await startRedis();
     client = createRedisClient(server.url, { onError: () => {} });
@@ -245,6 +262,7 @@ describe("a Redis that stalls during the exchange", () => {
     const options = { client, timeoutMs: TIMEOUT_MS };
     site = await instance(
       {
+        grants,
         authorizationCodes: new RedisAuthorizationCodeStore(options),
         refreshTokens: new RedisRefreshTokenStore(options),
       },
@@ -295,22 +313,53 @@ describe("a Redis that stalls during the exchange", () => {
     });
     expect([answer.status, answer.body.error]).toEqual([503, "temporarily_unavailable"]);
     expect(answer.elapsed).toBeLessThan(TIMEOUT_MS + 1500);
-    // The stalled call may or may not have reached Redis; either the code is still good or spent.
+    // Redis ran the stalled redemption once it thawed, and refused it: the client's retry is the first.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const after = await fetch(`${site.base}/oauth/token`, tokenForm(form));
-    expect([200, 400]).toContain(after.status);
+    expect(after.status, await after.clone().text()).toBe(200);
+    expect(
+      await mcpStatus(site, ((await after.json()) as { access_token: string }).access_token),
+    ).toBe(200);
   });
 
-  it("answers a refresh 503 within the store's timeout while Redis stalls", async () => {
+  it("answers a refresh 503 within the store's timeout while Redis stalls, and the retry with the same token is served", async () => {
     const tokens = await tokensFor(site);
+    const refresh = tokenForm({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+    });
     const answer = await frozen(() =>
-      fetchWithin(
-        `${site.base}/oauth/token`,
-        tokenForm({ grant_type: "refresh_token", refresh_token: tokens.refresh_token as string }),
-        TIMEOUT_MS + 3000,
-      ),
+      fetchWithin(`${site.base}/oauth/token`, refresh, TIMEOUT_MS + 3000),
     );
     expect(answer.status).toBe(503);
     expect(answer.elapsed).toBeLessThan(TIMEOUT_MS + 1500);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const retried = await fetch(`${site.base}/oauth/token`, refresh);
+    const body = (await retried.json()) as { access_token: string };
+    expect(retried.status, JSON.stringify(body)).toBe(200);
+    expect(await mcpStatus(site, body.access_token)).toBe(200);
+  });
+
+  it("answers 503 when Redis stalls as the refresh token rotates, and the grant lives on: the retry is served", async () => {
+    const tokens = await tokensFor(site);
+    const refresh = tokenForm({
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+    });
+    grants.freezeOnNextGet = true;
+    let answer: Awaited<ReturnType<typeof fetchWithin>>;
+    try {
+      answer = await fetchWithin(`${site.base}/oauth/token`, refresh, TIMEOUT_MS + 3000);
+    } finally {
+      server.thaw();
+    }
+    expect(answer.status).toBe(503);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Taken for a stolen token's reuse, the retry would end the grant: Redis refused the late rotation.
+    const retried = await fetch(`${site.base}/oauth/token`, refresh);
+    const body = (await retried.json()) as { access_token: string };
+    expect(retried.status, JSON.stringify(body)).toBe(200);
+    expect(await mcpStatus(site, body.access_token)).toBe(200);
   });
 
   it("answers the consent 503 within the store's timeout when the code cannot be stored", async () => {

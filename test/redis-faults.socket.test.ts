@@ -5,6 +5,9 @@
  * Redis does. The server is a child process with a redis-server of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../src/core/errors.ts";
+import { storeCaller } from "../src/core/store-call.ts";
+import { createRedisClient, RedisSessionStore } from "../src/stores/redis/index.ts";
 import {
   fetchWithin,
   type RedisProcess,
@@ -136,4 +139,52 @@ describe.each([
     expect(server.alive()).toBe(true);
     expect(server.output()).not.toContain("handler error");
   }, 60_000);
+});
+
+describe("a session write the caller gave up on while Redis was frozen", () => {
+  const call = storeCaller({
+    what: "the session store",
+    timeoutMs: 300,
+    report: () => {},
+    timed: true,
+  });
+  let redis: RedisProcess;
+  let client: ReturnType<typeof createRedisClient>;
+  let store: RedisSessionStore;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = createRedisClient(redis.url, { onError: () => {} });
+    await client.connect();
+    store = new RedisSessionStore({ client });
+  }, 60_000);
+  afterAll(async () => {
+    client?.destroy();
+    await redis?.kill();
+  });
+
+  async function givenUp(work: () => Promise<unknown>): Promise<void> {
+    redis.freeze();
+    try {
+      await expect(call(work)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      redis.thaw();
+    }
+    // Redis runs what it was sent while frozen before the reads that follow.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+
+  it("changes nothing once Redis resumes: no sign-in, no new data, no logout", async () => {
+    const id = crypto.randomUUID();
+    const now = Date.now();
+    const anonymous = { data: { cart: 1 }, createdAt: now, lastAccessAt: now };
+    expect(await call(() => store.create(id, anonymous, 60_000))).toBe(true);
+    const signedIn = { ...anonymous, principal: { name: "alice", authorities: ["ADMIN"] } };
+    await givenUp(() => store.update(id, signedIn, 60_000));
+    expect(await call(() => store.get(id))).toEqual(anonymous);
+    await givenUp(() => store.delete(id));
+    expect(await call(() => store.get(id))).toEqual(anonymous);
+    const other = crypto.randomUUID();
+    await givenUp(() => store.create(other, signedIn, 60_000));
+    expect(await call(() => store.get(other))).toBeUndefined();
+  });
 });

@@ -66,7 +66,7 @@ export async function checkAgentCredentials(
   if (presented === undefined) return { outcome: "refused" };
   let client: OAuthClient | undefined;
   try {
-    client = await withDeadline(clients.get(presented.id), timeoutMs, "the client store");
+    client = await withDeadline(() => clients.get(presented.id), timeoutMs, "the client store");
   } catch {
     return { outcome: "unavailable" };
   }

@@ -340,8 +340,10 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
   const scope = claims.scope.split(" ");
   // The code first: a code store that fails then leaves no grant behind, only a 503.
   const grantId = randomToken(16);
-  const code = await runtime.store(() =>
-    issueAuthorizationCode(endpoint.codes, runtime.now(), {
+  const code = await issueAuthorizationCode(
+    endpoint.codes,
+    runtime.now(),
+    {
       clientId: checked.client.clientId,
       redirectUri: checked.redirectUri,
       codeChallenge: checked.codeChallenge,
@@ -350,7 +352,8 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
       grantId,
       approvedBy: approver,
       expiresAt: runtime.now() + CODE_LIFETIME_MS,
-    }),
+    },
+    runtime.store,
   );
   await createGrant(endpoint, checked, grantId, scope, approver);
   return authorizationRedirect(checked.redirectUri, runtime.urls.issuer, { code }, checked.state);

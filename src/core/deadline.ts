@@ -1,12 +1,77 @@
 /**
- * `promise`, or a rejection once `ms` have passed: a store that stalls fails
- * the call in bounded time, so the caller's fail-closed answer applies instead
- * of requests piling up behind it. The timer lives only while the call does.
+ * The deadline, on `performance.now()`'s clock, of the store call that is
+ * being started through `withDeadline(() => ...)` at this moment. A store
+ * reads it with `callerDeadline()` as its call begins and has its server
+ * refuse the work once the caller has given up (see the Redis stores). It is
+ * set only while the operation's synchronous start runs, so it never reaches
+ * another request: core has no async context on every runtime, and a store
+ * sends its command within the call.
  */
-export function withDeadline<T>(promise: Promise<T> | T, ms: number, what: string): Promise<T> {
+let starting: number | undefined;
+
+/**
+ * The deadline of the caller whose store operation is starting now
+ * (`performance.now()` milliseconds), or undefined outside `withDeadline`.
+ * Read it synchronously, before the operation's first `await`.
+ */
+export function callerDeadline(): number | undefined {
+  return starting;
+}
+
+// A store's server must do a call at least this long before its caller gives up (a fifth of
+// the time allowed, when that is shorter), so that the answer has time to arrive.
+const ANSWER_MARGIN_MS = 50;
+
+/**
+ * The last moment (`performance.now()`) at which a store's server may still
+ * do the work of a call starting now: `timeoutMs` from now or the caller's
+ * deadline, whichever comes first, less a margin for the answer's way back.
+ * Read it synchronously as the call starts. A store that has its server
+ * refuse work past this moment changes nothing for a caller that gave up.
+ */
+export function serverCutoff(timeoutMs: number): number {
+  const start = performance.now();
+  const deadline = Math.min(starting ?? Number.POSITIVE_INFINITY, start + timeoutMs);
+  return deadline - Math.min(ANSWER_MARGIN_MS, Math.max(0, deadline - start) / 5);
+}
+
+/**
+ * `work`'s result, or a rejection once `ms` have passed: a store that stalls
+ * fails the call in bounded time, so the caller's fail-closed answer applies
+ * instead of requests piling up behind it. Given a function, it is called
+ * here with its deadline published (`callerDeadline()`; an enclosing call's
+ * earlier deadline wins). The rejection never comes before the deadline by
+ * `performance.now()`, and waits one more turn of the event loop, so a reply
+ * that arrived while this process was busy is taken rather than dropped. The
+ * timer lives only while the call does.
+ */
+export function withDeadline<T>(
+  work: Promise<T> | (() => Promise<T> | T),
+  ms: number,
+  what: string,
+): Promise<T> {
+  const deadline = performance.now() + ms;
+  const promise = typeof work === "function" ? startBy(deadline, work) : work;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    const giveUp = () => reject(new Error(`${what} did not answer within ${ms} ms`));
+    const check = () => {
+      const left = deadline - performance.now();
+      timer = left > 0 ? setTimeout(check, Math.ceil(left)) : setTimeout(giveUp, 0);
+    };
+    timer = setTimeout(check, ms);
   });
-  return Promise.race([Promise.resolve(promise), timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function startBy<T>(deadline: number, operation: () => Promise<T> | T): Promise<T> {
+  const outer = starting;
+  starting = outer === undefined ? deadline : Math.min(outer, deadline);
+  try {
+    return Promise.resolve(operation());
+  } catch (error) {
+    return Promise.reject(error);
+  } finally {
+    starting = outer;
+  }
 }

@@ -37,7 +37,7 @@ export function storeCaller(
   const { what, timeoutMs, report, timed } = options;
   return async (operation) => {
     try {
-      return timed ? await withDeadline(operation(), timeoutMs, what) : await operation();
+      return timed ? await withDeadline(operation, timeoutMs, what) : await operation();
     } catch (error) {
       if (error instanceof StoreUnavailableError) throw error;
       try {

@@ -385,8 +385,7 @@ export class PasswordCredentials {
   ): Promise<{ allowed: true } | { allowed: false; check: PasswordCheck }> {
     let reservation: AttemptReservation;
     try {
-      reservation = await bounded(
-        throttle,
+      reservation = await bounded(throttle, () =>
         throttle.store.consume(key, max, throttle.windowMs, at),
       );
       if (typeof reservation?.allowed !== "boolean" || !Number.isFinite(reservation.resetAt))
@@ -403,7 +402,7 @@ export class PasswordCredentials {
   // stays counted, which errs on the safe side, so the answer does not change.
   async #settle(throttle: Throttle, operation: () => Promise<void>): Promise<void> {
     try {
-      await bounded(throttle, operation());
+      await bounded(throttle, operation);
     } catch (error) {
       report(throttle, error);
     }
@@ -500,7 +499,7 @@ function throttled(resetAt: number, at: number): PasswordCheck {
  * A store call bounded by the throttle's deadline. (The built-in memory store is not called
  * through here: `#checkOnce` calls it within the call.)
  */
-function bounded<T>(throttle: Throttle, call: Promise<T>): Promise<T> {
+function bounded<T>(throttle: Throttle, call: () => Promise<T>): Promise<T> {
   return withDeadline(call, throttle.storeTimeoutMs, "the login-attempt store");
 }
 

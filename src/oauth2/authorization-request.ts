@@ -125,7 +125,7 @@ async function lookUp(
 ): Promise<OAuthClient | undefined> {
   try {
     return await withDeadline(
-      policy.clients.get(clientId),
+      () => policy.clients.get(clientId),
       policy.storeTimeoutMs,
       "the client store",
     );

@@ -264,7 +264,7 @@ export function checkRegistrationMetadata(body: unknown): MetadataCheck {
 export function registrationEndpoint(options: RegistrationEndpointOptions): Handler {
   const { settings, storeTimeoutMs, now } = options;
   const call = <T>(work: () => Promise<T>) =>
-    withDeadline(work(), storeTimeoutMs, "a registration store");
+    withDeadline(work, storeTimeoutMs, "a registration store");
   return async (request) => {
     if (request.method !== "POST") return methodNotAllowed("POST");
     const at = now();

@@ -23,14 +23,21 @@ export function tokenHash(value: string): Promise<string> {
   return sha256Base64url(value);
 }
 
-/** A new authorization code for `record` (its hash filled in), stored; the code is returned once. */
+/**
+ * A new authorization code for `record` (its hash filled in), stored; the
+ * code is returned once. `call` runs the store call (a bounded caller such as
+ * `storeCaller`'s); the hash is made before, so the store call starts within
+ * the caller's deadline.
+ */
 export async function issueAuthorizationCode(
   codes: AuthorizationCodeStore,
   now: number,
   record: Omit<AuthorizationCodeRecord, "codeHash">,
+  call: (operation: () => Promise<void>) => Promise<void> = (operation) => operation(),
 ): Promise<string> {
   const code = randomToken(32);
-  await codes.create({ ...record, codeHash: await tokenHash(code) }, now);
+  const codeHash = await tokenHash(code);
+  await call(() => codes.create({ ...record, codeHash }, now));
   return code;
 }
 
@@ -139,7 +146,7 @@ function boundedStores(server: ServerSettings): CodeGrantSettings {
     <A extends unknown[], T>(what: string, call: (...args: A) => Promise<T>) =>
     async (...args: A): Promise<T> => {
       try {
-        return await withDeadline(call(...args), server.storeTimeoutMs, what);
+        return await withDeadline(() => call(...args), server.storeTimeoutMs, what);
       } catch (error) {
         if (error instanceof StoreUnavailableError) throw error;
         throw new StoreUnavailableError(`${what} failed or did not answer in time`, {

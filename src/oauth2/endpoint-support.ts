@@ -46,7 +46,7 @@ function clientAuthentication(
 ): (request: Request) => Promise<ClientCall | Response> {
   const { clients, storeTimeoutMs, maxBodyBytes, publicClients } = settings;
   const lookup = (clientId: string) =>
-    withDeadline(clients.get(clientId), storeTimeoutMs, "the client store").catch((error) => {
+    withDeadline(() => clients.get(clientId), storeTimeoutMs, "the client store").catch((error) => {
       throw new StoreUnavailableError("the client store failed or did not answer in time", {
         cause: error,
       });

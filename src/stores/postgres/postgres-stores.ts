@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import type { Grant, GrantStore, ReplayStore } from "../../agentauth/index.ts";
-import { withDeadline } from "../../core/deadline.ts";
+import { serverCutoff, withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 import type {
@@ -13,7 +13,7 @@ import type {
 } from "../../oauth2/index.ts";
 
 /**
- * What the stores need of `pg`: a `Pool` (or a client) that runs parameterised
+ * What `migrate` needs of `pg`: a `Pool` (or a client) that runs parameterised
  * queries. Typed by shape, so the stores do not pin pg's own types.
  */
 export interface PostgresQueryable {
@@ -21,6 +21,24 @@ export interface PostgresQueryable {
     text: string,
     values?: unknown[],
   ): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+}
+
+/** A connection lent by a pool (a `pg.PoolClient`), held for one transaction. */
+export interface PostgresConnection extends PostgresQueryable {
+  /** Gives the connection back; with an error, the pool closes it instead. */
+  release(error?: Error): void;
+  /** While lent, the pool does not listen for the connection's failure: the borrower does. */
+  on(event: "error", listener: (error: Error) => void): unknown;
+  removeListener(event: "error", listener: (error: Error) => void): unknown;
+}
+
+/**
+ * What the stores need of `pg`: a `Pool`. Reads run on the pool; each change
+ * runs in a transaction on a connection of its own, committed only in time
+ * for its caller.
+ */
+export interface PostgresPool extends PostgresQueryable {
+  connect(): Promise<PostgresConnection>;
 }
 
 /**
@@ -40,9 +58,11 @@ export interface PostgresQueryable {
  */
 export interface PostgresStoreOptions {
   /** A `pg.Pool`; the store never ends it. Give it `query_timeout` and `connectionTimeoutMillis` too. */
-  readonly pool: PostgresQueryable;
+  readonly pool: PostgresPool;
   /**
    * A query not answered within this many milliseconds rejects (the request then answers 503).
+   * A change is committed only when its result is back in time for its caller
+   * (within this limit and the caller's own); otherwise it is rolled back.
    *
    * @default 1000
    */
@@ -93,25 +113,77 @@ export async function migrate(
   await withDeadline(pool.query(`${MIGRATION_LOCK};\n${sql}`), timeoutMs, "PostgreSQL migration");
 }
 
+// A statement that only reads: run on the pool as it is, since a late read changes nothing.
+const READ_ONLY = /^\s*SELECT\b/i;
+
 abstract class PostgresStore {
-  protected readonly pool: PostgresQueryable;
+  protected readonly pool: PostgresPool;
   readonly #timeoutMs: number;
 
   constructor(name: string, options: PostgresStoreOptions) {
     rejectUnknownKeys(name, options, ["pool", "timeoutMs"]);
-    if (typeof options?.pool?.query !== "function")
+    if (typeof options?.pool?.query !== "function" || typeof options.pool.connect !== "function")
       throw new InvalidOptionsError(`${name} needs a pg Pool`);
     this.pool = options.pool;
     this.#timeoutMs = timeoutOption(name, "timeoutMs", options.timeoutMs, 1000);
   }
 
+  /** Runs a statement within the time limit; one that changes rows is kept only if in time. */
   protected query(text: string, values: unknown[]) {
-    return withDeadline(this.pool.query(text, values), this.#timeoutMs, "PostgreSQL");
+    const work = READ_ONLY.test(text)
+      ? this.pool.query(text, values)
+      : changeBy(this.pool, text, values, serverCutoff(this.#timeoutMs));
+    return withDeadline(work, this.#timeoutMs, "PostgreSQL");
   }
+}
+
+/**
+ * Runs a changing statement in a transaction committed only when its result
+ * is back before `cutoff` (a `performance.now()` time). A server that stalled
+ * and resumed after the caller gave up (and answered 503) thus changes
+ * nothing: the transaction is rolled back, here or by the server when the
+ * connection goes.
+ */
+async function changeBy(pool: PostgresPool, text: string, values: unknown[], cutoff: number) {
+  const connection = await pool.connect();
+  let committed = false;
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  connection.on("error", onError);
+  try {
+    // Handed over together: the connection runs them in turn, with no wait here between.
+    const [, result] = await Promise.all([
+      connection.query("BEGIN"),
+      connection.query(text, values),
+    ]);
+    if (performance.now() >= cutoff) throw late();
+    await connection.query("COMMIT");
+    committed = true;
+    return result;
+  } finally {
+    if (!committed)
+      await connection.query("ROLLBACK").catch((error: unknown) => {
+        broken = error instanceof Error ? error : new Error("ROLLBACK failed");
+      });
+    connection.removeListener("error", onError);
+    connection.release(broken);
+  }
+}
+
+function late(): Error {
+  return new Error("PostgreSQL answered after the caller gave up; the change was rolled back");
 }
 
 // Expired rows are removed on access: one delete every this many calls, no timer.
 const PRUNE_EVERY = 500;
+
+// Runs beside the call rather than before it, so the call's own statement starts within its
+// caller's deadline; a prune that fails is tried again later and fails no call.
+function pruneAside(prune: Promise<number>): void {
+  prune.catch(() => {});
+}
 
 /**
  * `ReplayStore` on PostgreSQL: one `INSERT ... ON CONFLICT` per token id. A
@@ -125,7 +197,7 @@ export class PostgresReplayStore extends PostgresStore implements ReplayStore {
   }
 
   async setIfAbsent(jti: string, expiresAt: number, now: number): Promise<boolean> {
-    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(now));
     const result = await this.query(
       `INSERT INTO portcullis_replay (jti, expires_at) VALUES ($1, $2)
        ON CONFLICT (jti) DO UPDATE SET expires_at = EXCLUDED.expires_at
@@ -157,7 +229,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
   }
 
   async create(grant: Grant): Promise<void> {
-    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(grant.createdAt);
+    if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(grant.createdAt));
     await this.query(
       `INSERT INTO portcullis_grants
          (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at, jkt)
@@ -252,7 +324,7 @@ export class PostgresAuthorizationCodeStore
   }
 
   async create(record: AuthorizationCodeRecord, now: number): Promise<void> {
-    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(now));
     const result = await this.query(
       `INSERT INTO portcullis_authorization_codes (code_hash, record, spent, expires_at)
        VALUES ($1, $2, false, $3)
@@ -305,7 +377,7 @@ export class PostgresRefreshTokenStore extends PostgresStore implements RefreshT
   }
 
   async create(record: RefreshTokenRecord, now: number): Promise<void> {
-    if (++this.#calls % PRUNE_EVERY === 0) await this.prune(now);
+    if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(now));
     // One statement: a token hash already held fails it whole, family row included.
     const result = await this.query(
       `WITH family AS (

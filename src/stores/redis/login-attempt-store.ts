@@ -1,10 +1,11 @@
 import type { AttemptReservation, LoginAttemptStore } from "../../core/login-attempt-store.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
 import {
+  DEL,
   RedisScript,
   type RedisScriptingClient,
+  runScript,
   scriptedStoreOptions,
-  withTimeout,
 } from "./script.ts";
 
 /**
@@ -105,11 +106,10 @@ export class RedisLoginAttemptStore implements LoginAttemptStore {
       throw new RangeError("max must be a positive integer");
     if (!Number.isSafeInteger(windowMs) || windowMs < 1)
       throw new RangeError("windowMs must be a positive integer");
-    const reply = await withTimeout(
-      CONSUME.run(this.#client, {
-        keys: [this.#prefix + key],
-        arguments: [String(max), String(windowMs)],
-      }),
+    const reply = await runScript(
+      this.#client,
+      CONSUME,
+      { keys: [this.#prefix + key], arguments: [String(max), String(windowMs)] },
       this.#timeoutMs,
     );
     if (
@@ -123,13 +123,20 @@ export class RedisLoginAttemptStore implements LoginAttemptStore {
   }
 
   async release(key: string, _now: number): Promise<void> {
-    await withTimeout(
-      RELEASE.run(this.#client, { keys: [this.#prefix + key], arguments: [] }),
+    await runScript(
+      this.#client,
+      RELEASE,
+      { keys: [this.#prefix + key], arguments: [] },
       this.#timeoutMs,
     );
   }
 
   async reset(key: string): Promise<void> {
-    await withTimeout(this.#client.del(this.#prefix + key), this.#timeoutMs);
+    await runScript(
+      this.#client,
+      DEL,
+      { keys: [this.#prefix + key], arguments: [] },
+      this.#timeoutMs,
+    );
   }
 }

@@ -1,9 +1,10 @@
 import type { RateLimitDecision, RateLimitPolicy, RateLimitStore } from "../../ratelimit/index.ts";
 import {
+  DEL,
   RedisScript,
   type RedisScriptingClient,
+  runScript,
   scriptedStoreOptions,
-  withTimeout,
 } from "./script.ts";
 
 export type { RedisScriptingClient } from "./script.ts";
@@ -154,7 +155,7 @@ export class RedisRateLimitStore implements RateLimitStore {
       keys: [this.#prefix + key],
       arguments: [policy.algorithm, String(policy.limit), String(policy.windowMs), String(now)],
     };
-    const reply = await withTimeout(SCRIPT.run(this.#client, args), this.#timeoutMs);
+    const reply = await runScript(this.#client, SCRIPT, args, this.#timeoutMs);
     if (!Array.isArray(reply) || reply.length !== 4 || !reply.every(Number.isFinite))
       throw new TypeError("unexpected reply from the rate-limit script");
     const [allowed, remaining, resetAt, retryAt] = reply as [number, number, number, number];
@@ -162,6 +163,11 @@ export class RedisRateLimitStore implements RateLimitStore {
   }
 
   async reset(key: string): Promise<void> {
-    await withTimeout(this.#client.del(this.#prefix + key), this.#timeoutMs);
+    await runScript(
+      this.#client,
+      DEL,
+      { keys: [this.#prefix + key], arguments: [] },
+      this.#timeoutMs,
+    );
   }
 }

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
-import { withDeadline } from "../../core/deadline.ts";
+import { serverCutoff, withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 import { guardRedisClient } from "./client.ts";
+import { redisClock } from "./redis-clock.ts";
 
 /**
  * The node-redis v5 commands (`createClient()`, or a cluster client) the
@@ -15,29 +16,82 @@ export interface RedisScriptingClient {
   del(keys: string | string[]): Promise<unknown>;
 }
 
-/** A Lua script run by its SHA-1, sent again when Redis has forgotten it. */
+const LATE = "PORTCULLIS_LATE";
+
+// The first lines of every script: begun after the caller's deadline (the last argument, in
+// milliseconds of Redis's clock), a script changes nothing and answers the LATE error.
+const LATE_CHECK = `local portcullis_time = redis.call('TIME')
+if tonumber(portcullis_time[1]) * 1000 + math.floor(tonumber(portcullis_time[2]) / 1000) > tonumber(ARGV[#ARGV]) then
+  return redis.error_reply('${LATE} begun after its caller gave up; nothing was changed')
+end
+`;
+
+/**
+ * A Lua script run by its SHA-1, sent again when Redis has forgotten it. Every
+ * script first checks Redis's clock against the deadline `run` appends to its
+ * arguments, so the script's own `ARGV` indices are as written.
+ */
 export class RedisScript {
   readonly #source: string;
   readonly #sha1: string;
 
   constructor(source: string) {
-    this.#source = source;
-    this.#sha1 = createHash("sha1").update(source).digest("hex");
+    this.#source = LATE_CHECK + source;
+    this.#sha1 = createHash("sha1").update(this.#source).digest("hex");
   }
 
+  /**
+   * Runs the script unless Redis would begin it after `cutoff` (a
+   * `performance.now()` time): then nothing changes and the call rejects.
+   */
   async run(
     client: RedisScriptingClient,
     args: { keys: string[]; arguments: string[] },
+    cutoff: number,
   ): Promise<unknown> {
+    const clock = redisClock(client);
+    const offset = await clock.offset(client);
+    const withCutoff = {
+      keys: args.keys,
+      arguments: [...args.arguments, String(Math.floor(cutoff + offset))],
+    };
     try {
-      return await client.evalSha(this.#sha1, args);
+      try {
+        return await client.evalSha(this.#sha1, withCutoff);
+      } catch (error) {
+        // Redis forgets scripts on restart or SCRIPT FLUSH; EVAL sends it again and caches it.
+        if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+        return await client.eval(this.#source, withCutoff);
+      }
     } catch (error) {
-      // Redis forgets scripts on restart or SCRIPT FLUSH; EVAL sends it again and caches it.
-      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
-      return client.eval(this.#source, args);
+      if (!String((error as Error)?.message).startsWith(LATE)) throw error;
+      clock.doubt();
+      throw lateError();
     }
   }
 }
+
+function lateError(): Error {
+  return new Error("Redis would have run the call after its caller gave up; it changed nothing");
+}
+
+/**
+ * Runs `script` within `timeoutMs`, and only if Redis begins it in time for
+ * the caller that is starting it (`serverCutoff`, read here before anything
+ * is awaited): a call its caller gave up on (and answered 503) changes
+ * nothing when a stalled Redis resumes.
+ */
+export function runScript(
+  client: RedisScriptingClient,
+  script: RedisScript,
+  args: { keys: string[]; arguments: string[] },
+  timeoutMs: number,
+): Promise<unknown> {
+  return withDeadline(script.run(client, args, serverCutoff(timeoutMs)), timeoutMs, "Redis");
+}
+
+// Deletes a key; a script, so a late delete is refused like any other change.
+export const DEL = new RedisScript(`return redis.call('DEL', KEYS[1])`);
 
 /** `promise`, or a rejection after `ms`: the caller's fail-closed answer applies instead of a hang. */
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

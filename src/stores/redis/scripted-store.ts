@@ -2,9 +2,9 @@ import { guardRedisClient } from "./client.ts";
 import {
   RedisScript,
   type RedisScriptingClient,
+  runScript,
   type ScriptedStoreOptions,
   scriptedStoreOptions,
-  withTimeout,
 } from "./script.ts";
 
 // Shared by every store: read one key.
@@ -14,8 +14,9 @@ export const GET = new RedisScript(`return redis.call('GET', KEYS[1])`);
  * The base of the agent stores on Redis, for several instances: a token id used
  * on one is refused on all, a revocation on one is seen by all, a device code is
  * consumed once across all. Every single-use or state-changing step is one Lua
- * script (atomic in Redis); every call is bounded by `timeoutMs`. Records are
- * JSON; keys expire with what they hold, by Redis's clock.
+ * script (atomic in Redis); every call is bounded by `timeoutMs` and by its
+ * caller's deadline, past which Redis refuses to begin it (`runScript`).
+ * Records are JSON; keys expire with what they hold, by Redis's clock.
  */
 export abstract class ScriptedStore {
   protected readonly client: RedisScriptingClient;
@@ -31,10 +32,7 @@ export abstract class ScriptedStore {
   }
 
   protected run(script: RedisScript, keys: string[], args: (string | number)[]): Promise<unknown> {
-    return withTimeout(
-      script.run(this.client, { keys, arguments: args.map(String) }),
-      this.#timeoutMs,
-    );
+    return runScript(this.client, script, { keys, arguments: args.map(String) }, this.#timeoutMs);
   }
 
   protected async getJson<T>(key: string): Promise<T | undefined> {

@@ -2,7 +2,7 @@ import { InvalidOptionsError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
 import type { SessionRecord, SessionStore } from "../../session/index.ts";
 import { guardRedisClient } from "./client.ts";
-import { RedisScript, type RedisScriptingClient, withTimeout } from "./script.ts";
+import { DEL, RedisScript, type RedisScriptingClient, runScript, withTimeout } from "./script.ts";
 
 /** The node-redis (`redis` v5) commands this store uses; a connected client or cluster satisfies it. */
 export interface RedisSessionClient extends RedisScriptingClient {
@@ -69,13 +69,20 @@ end
 return 1
 `);
 
+// KEYS: session. ARGV: record, ttl, NX or XX. A script rather than SET, so a late write is refused.
+const WRITE = new RedisScript(`
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], ARGV[3]) then return 1 end
+return 0
+`);
+
 /**
  * Sessions in Redis, shared by every instance behind a load balancer. Records
  * are JSON under `prefix + id` with a millisecond TTL, so Redis drops expired
  * sessions by itself. Every write is conditional and atomic in Redis (`SET NX`,
  * `SET XX`, a script for the refresh), so a logout or rotation on one instance
- * holds against requests still running on any other. A value that does not
- * parse as a record reads as no session.
+ * holds against requests still running on any other; and every write is a
+ * script that Redis refuses to begin once its caller has given up. A value
+ * that does not parse as a record reads as no session.
  */
 export class RedisSessionStore implements SessionStore {
   readonly #client: RedisSessionClient;
@@ -137,18 +144,22 @@ export class RedisSessionStore implements SessionStore {
     }
     if (!Number.isFinite(lastAccessAt))
       throw new RangeError("lastAccessAt must be a finite number");
-    const reply = await withTimeout(
-      TOUCH.run(this.#client, {
-        keys: [this.#prefix + id],
-        arguments: [JSON.stringify(lastAccessAt), String(ttl)],
-      }),
+    const reply = await runScript(
+      this.#client,
+      TOUCH,
+      { keys: [this.#prefix + id], arguments: [JSON.stringify(lastAccessAt), String(ttl)] },
       this.#timeoutMs,
     );
     return reply === 1;
   }
 
   async delete(id: string): Promise<boolean> {
-    const removed = await withTimeout(this.#client.del(this.#prefix + id), this.#timeoutMs);
+    const removed = await runScript(
+      this.#client,
+      DEL,
+      { keys: [this.#prefix + id], arguments: [] },
+      this.#timeoutMs,
+    );
     return removed === 1;
   }
 
@@ -160,14 +171,13 @@ export class RedisSessionStore implements SessionStore {
   ): Promise<boolean> {
     const ttl = Math.floor(ttlMs);
     if (ttl < 1) return false;
-    const reply = await withTimeout(
-      this.#client.set(this.#prefix + id, serialize(record), {
-        expiration: { type: "PX", value: ttl },
-        condition,
-      }),
+    const reply = await runScript(
+      this.#client,
+      WRITE,
+      { keys: [this.#prefix + id], arguments: [serialize(record), String(ttl), condition] },
       this.#timeoutMs,
     );
-    return reply === "OK";
+    return reply === 1;
   }
 }
 
