@@ -11,9 +11,11 @@ export {
   type MigrateOptions,
   migrate,
   PostgresAuthorizationCodeStore,
+  type PostgresAuthorizationCodeStoreOptions,
   PostgresGrantStore,
   type PostgresQueryable,
   PostgresRefreshTokenStore,
+  type PostgresRefreshTokenStoreOptions,
   PostgresReplayStore,
   type PostgresStoreOptions,
 } from "./postgres-stores.ts";
