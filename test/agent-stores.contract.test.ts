@@ -561,6 +561,22 @@ describe("the PostgreSQL migration", () => {
       const bound = grant({ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" });
       await store.create(bound);
       expect((await store.get(bound.grantId))?.jkt).toBe(bound.jkt);
+      // The codes and refresh tokens gained who holds them, and each token its generation.
+      const added = await oldPool.query(
+        `SELECT table_name || '.' || column_name AS name FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name <> 'portcullis_grants'
+           AND column_name IN ('approved_by', 'client_id', 'created_at', 'generation')`,
+        [old],
+      );
+      expect(added.rows.map((row) => row.name).sort()).toEqual([
+        "portcullis_authorization_codes.approved_by",
+        "portcullis_authorization_codes.client_id",
+        "portcullis_refresh_families.approved_by",
+        "portcullis_refresh_families.client_id",
+        "portcullis_refresh_families.created_at",
+        "portcullis_refresh_families.generation",
+        "portcullis_refresh_tokens.generation",
+      ]);
     } finally {
       await oldPool.end();
       await pool.query(`DROP SCHEMA IF EXISTS ${old} CASCADE`);
@@ -597,6 +613,6 @@ describe("the PostgreSQL migration", () => {
     );
     const present = new Set(found.rows.map((row) => row.relname as string));
     for (const name of names) expect(present, name).toContain(name);
-    expect(names).toHaveLength(12); // five tables, seven indexes
+    expect(names).toHaveLength(15); // five tables, ten indexes
   });
 });

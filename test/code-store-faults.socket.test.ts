@@ -84,6 +84,7 @@ function token(now: number, familyId = `family-${crypto.randomUUID()}`): Refresh
     tokenHash: `rt-${crypto.randomUUID()}`,
     familyId,
     clientId: "https://client.example/meta.json",
+    approvedBy: "alice",
     grantId: "g",
     scope: ["count"],
     resource: "https://api.example.com/mcp",

@@ -1,7 +1,8 @@
 /**
  * Two processes sharing one Redis or one PostgreSQL race to redeem one
  * authorization code and to rotate one refresh token: across both, exactly
- * one wins and every other attempt is seen as reuse.
+ * one wins and every other attempt is seen as reuse. And they race to make
+ * one person's codes and families: across both, the person's quotas hold.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -120,6 +121,7 @@ describe.each(backends)("two processes on one %s", (_name, env, makeCodes, makeR
       tokenHash: `rt-${crypto.randomUUID()}`,
       familyId: `family-${crypto.randomUUID()}`,
       clientId: CLIENT,
+      approvedBy: "alice",
       grantId: "g",
       scope: ["count"],
       resource: "https://api.example.com/mcp",
@@ -150,5 +152,31 @@ describe.each(backends)("two processes on one %s", (_name, env, makeCodes, makeR
     expect(
       (await store.rotate(first.tokenHash, nexts[0] as RefreshTokenRecord, now + 2)).outcome,
     ).toBe("reused");
+  }, 30_000);
+
+  it("one person's codes made by both at once: exactly maxCodesPerPerson of 50 are stored", async () => {
+    const person = `person-${crypto.randomUUID()}`;
+    const common = { ...env, KIND: "create-code", PERSON: person, COUNT: String(COUNT) };
+    const [one, two] = await Promise.all([
+      racer({ ...common, TAG: "one" }),
+      racer({ ...common, TAG: "two" }),
+    ]);
+    const outcomes = (await Promise.all([one.go(), two.go()])).flat();
+    expect(outcomes.filter((o) => o === "created")).toHaveLength(10);
+    expect(outcomes.filter((o) => o === "ERR_STORE_FULL")).toHaveLength(2 * COUNT - 10);
+  }, 30_000);
+
+  it("one person's families of one client made by both at once: five of 50 stay live", async () => {
+    const store = makeRefresh();
+    const person = `person-${crypto.randomUUID()}`;
+    const common = { ...env, KIND: "create-family", PERSON: person, CLIENT, COUNT: String(COUNT) };
+    const [one, two] = await Promise.all([
+      racer({ ...common, TAG: "one" }),
+      racer({ ...common, TAG: "two" }),
+    ]);
+    const hashes = (await Promise.all([one.go(), two.go()])).flat();
+    expect(hashes).toHaveLength(2 * COUNT);
+    const found = await Promise.all(hashes.map((hash) => store.find(hash, Date.now())));
+    expect(found.filter((record) => record !== undefined)).toHaveLength(5);
   }, 30_000);
 });

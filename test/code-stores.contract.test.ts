@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { StoreUnavailableError } from "../src/core/errors.ts";
+import { StoreFullError, StoreUnavailableError } from "../src/core/errors.ts";
 import {
   type AuthorizationCodeRecord,
   type AuthorizationCodeStore,
-  MEMORY_SPENT_KEPT,
+  type CodeQuotaOptions,
   MemoryAuthorizationCodeStore,
   MemoryRefreshTokenStore,
+  type RefreshQuotaOptions,
   type RefreshTokenRecord,
   type RefreshTokenStore,
+  SPENT_TOKENS_KEPT,
 } from "../src/oauth2/index.ts";
 import {
   PostgresAuthorizationCodeStore,
@@ -24,21 +26,34 @@ let n = 0;
 const unique = (what: string) => `${what}-${Date.now()}-${n++}`;
 const NOW = Date.now();
 
-const codeStores: [string, () => AuthorizationCodeStore][] = [
-  ["memory", () => new MemoryAuthorizationCodeStore()],
+const codeStores: [string, (quota?: CodeQuotaOptions) => AuthorizationCodeStore][] = [
+  ["memory", (quota) => new MemoryAuthorizationCodeStore(quota)],
   [
     "Redis",
-    () => new RedisAuthorizationCodeStore({ client: redis.client, prefix: `${redis.prefix}code:` }),
+    (quota) =>
+      new RedisAuthorizationCodeStore({
+        client: redis.client,
+        prefix: `${redis.prefix}code:`,
+        ...quota,
+      }),
   ],
-  ["PostgreSQL", () => new PostgresAuthorizationCodeStore({ pool })],
+  [
+    "PostgreSQL",
+    (quota) => new PostgresAuthorizationCodeStore({ pool, timeoutMs: 5000, ...quota }),
+  ],
 ];
-const refreshStores: [string, () => RefreshTokenStore][] = [
-  ["memory", () => new MemoryRefreshTokenStore()],
+const refreshStores: [string, (quota?: RefreshQuotaOptions) => RefreshTokenStore][] = [
+  ["memory", (quota) => new MemoryRefreshTokenStore(quota)],
   [
     "Redis",
-    () => new RedisRefreshTokenStore({ client: redis.client, prefix: `${redis.prefix}refresh:` }),
+    (quota) =>
+      new RedisRefreshTokenStore({
+        client: redis.client,
+        prefix: `${redis.prefix}refresh:`,
+        ...quota,
+      }),
   ],
-  ["PostgreSQL", () => new PostgresRefreshTokenStore({ pool })],
+  ["PostgreSQL", (quota) => new PostgresRefreshTokenStore({ pool, timeoutMs: 5000, ...quota })],
 ];
 
 function code(overrides: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord {
@@ -61,6 +76,7 @@ function token(overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord 
     tokenHash: unique("rt"),
     familyId: unique("family"),
     clientId: "https://client.example/meta.json",
+    approvedBy: "alice",
     grantId: unique("grant"),
     scope: ["count"],
     resource: "https://api.example.com/mcp",
@@ -127,6 +143,80 @@ describe.each(codeStores)("AuthorizationCodeStore: %s", (_name, make) => {
     expect(outcomes.filter((o) => o === "redeemed")).toHaveLength(1);
     expect(outcomes.filter((o) => o === "reused")).toHaveLength(49);
     for (const answer of answers) expect(answer).toMatchObject({ record });
+  });
+
+  it("a new code of one client by one person replaces the earlier one, live or spent", async () => {
+    const store = make();
+    const person = unique("person");
+    const first = code({ approvedBy: person });
+    const second = code({ approvedBy: person });
+    const third = code({ approvedBy: person });
+    const elsewhere = code({ approvedBy: person, clientId: "https://other.example/meta.json" });
+    const someoneElse = code({ approvedBy: unique("person") });
+    for (const record of [first, elsewhere, someoneElse, second]) await store.create(record, NOW);
+    expect(await store.redeem(first.codeHash, NOW + 1)).toEqual({ outcome: "unknown" });
+    expect(await store.redeem(second.codeHash, NOW + 1)).toMatchObject({ outcome: "redeemed" });
+    await store.create(third, NOW + 2);
+    // The spent one went too: its replay is no longer seen.
+    expect(await store.redeem(second.codeHash, NOW + 3)).toEqual({ outcome: "unknown" });
+    for (const record of [third, elsewhere, someoneElse])
+      expect(await store.redeem(record.codeHash, NOW + 3)).toMatchObject({ outcome: "redeemed" });
+  });
+
+  it("a person at maxCodesPerPerson is refused (StoreFullError, with figures); nobody else is, and an expired code makes room", async () => {
+    const store = make({ maxCodesPerPerson: 3 });
+    const person = unique("person");
+    const held = [0, 1, 2].map((i) =>
+      code({ approvedBy: person, clientId: `client-${i}`, expiresAt: NOW + 1000 * (i + 1) }),
+    );
+    for (const record of held) await store.create(record, NOW);
+    await store.redeem(held[0]?.codeHash as string, NOW);
+    const refused = store.create(code({ approvedBy: person, clientId: "client-3" }), NOW + 1);
+    await expect(refused).rejects.toBeInstanceOf(StoreFullError);
+    await expect(refused).rejects.toMatchObject({
+      code: "ERR_STORE_FULL",
+      status: 503,
+      quota: "person",
+      held: 3,
+      limit: 3,
+    });
+    // Nothing was dropped: the spent code still answers reused, the others redeem.
+    expect(await store.redeem(held[0]?.codeHash as string, NOW + 2)).toMatchObject({
+      outcome: "reused",
+    });
+    await store.create(code({ approvedBy: unique("person"), clientId: "client-3" }), NOW + 2);
+    // Another code for a client the person holds one for replaces it, within the quota.
+    await store.create(code({ approvedBy: person, clientId: "client-2" }), NOW + 3);
+    // Once the first has expired, there is room.
+    await store.create(code({ approvedBy: person, clientId: "client-3" }), NOW + 1000);
+    expect(await store.redeem(held[1]?.codeHash as string, NOW + 1001)).toMatchObject({
+      outcome: "redeemed",
+    });
+  });
+
+  it("of 30 concurrent codes by one person for 30 clients, exactly maxCodesPerPerson are stored", async () => {
+    const store = make({ maxCodesPerPerson: 10 });
+    const person = unique("person");
+    const records = Array.from({ length: 30 }, (_, i) =>
+      code({ approvedBy: person, clientId: `client-${i}` }),
+    );
+    const settled = await Promise.allSettled(records.map((record) => store.create(record, NOW)));
+    const stored = settled.filter((result) => result.status === "fulfilled");
+    expect(stored).toHaveLength(10);
+    for (const result of settled)
+      if (result.status === "rejected") expect(result.reason).toBeInstanceOf(StoreFullError);
+    const redeemed = await Promise.all(records.map((r) => store.redeem(r.codeHash, NOW + 1)));
+    expect(redeemed.filter((r) => r.outcome === "redeemed")).toHaveLength(10);
+  });
+
+  it("of 30 concurrent codes by one person for one client, exactly one is left to redeem", async () => {
+    const store = make();
+    const person = unique("person");
+    const records = Array.from({ length: 30 }, () => code({ approvedBy: person }));
+    await Promise.all(records.map((record) => store.create(record, NOW)));
+    const redeemed = await Promise.all(records.map((r) => store.redeem(r.codeHash, NOW + 1)));
+    expect(redeemed.filter((r) => r.outcome === "redeemed")).toHaveLength(1);
+    expect(redeemed.filter((r) => r.outcome === "unknown")).toHaveLength(29);
   });
 });
 
@@ -272,6 +362,94 @@ describe.each(refreshStores)("RefreshTokenStore: %s", (_name, make) => {
       outcome: "rotated",
     });
   });
+
+  it("remembers a family's last SPENT_TOKENS_KEPT spent tokens: their reuse is seen, an older one is unknown", async () => {
+    const store = make();
+    const first = token();
+    await store.create(first, NOW);
+    const spent: RefreshTokenRecord[] = [];
+    let current = first;
+    for (let i = 0; i < 20; i++) {
+      const next = successor(first);
+      expect(await store.rotate(current.tokenHash, next, NOW + i)).toMatchObject({
+        outcome: "rotated",
+      });
+      spent.push(current);
+      current = next;
+    }
+    const oldest = spent[spent.length - SPENT_TOKENS_KEPT - 1] as RefreshTokenRecord;
+    expect(await store.find(oldest.tokenHash, NOW + 100)).toBeUndefined();
+    expect(await store.rotate(oldest.tokenHash, successor(first), NOW + 100)).toEqual({
+      outcome: "unknown",
+    });
+    const kept = spent[spent.length - SPENT_TOKENS_KEPT] as RefreshTokenRecord;
+    expect(await store.rotate(kept.tokenHash, successor(first), NOW + 100)).toMatchObject({
+      outcome: "reused",
+    });
+    expect(await store.find(current.tokenHash, NOW + 100)).toEqual(current);
+  });
+
+  it("a family past maxFamiliesPerClientAndPerson ends that pair's oldest; other clients and people keep theirs", async () => {
+    const store = make({ maxFamiliesPerClientAndPerson: 2, maxFamiliesPerPerson: 10 });
+    const person = unique("person");
+    const mine = (clientId: string) => token({ approvedBy: person, clientId });
+    const [a, b, c] = [mine("desktop"), mine("desktop"), mine("desktop")];
+    const other = mine("web");
+    const theirs = token({ clientId: "desktop", approvedBy: unique("person") });
+    await store.create(a, NOW);
+    await store.create(other, NOW + 1);
+    await store.create(theirs, NOW + 2);
+    await store.create(b, NOW + 3);
+    await store.rotate(a.tokenHash, successor(a), NOW + 4);
+    await store.create(c, NOW + 5);
+    expect(await store.find(a.tokenHash, NOW + 6)).toBeUndefined();
+    expect(await store.rotate(a.tokenHash, successor(a), NOW + 6)).toEqual({ outcome: "unknown" });
+    for (const kept of [b, c, other, theirs])
+      expect(await store.rotate(kept.tokenHash, successor(kept), NOW + 6)).toMatchObject({
+        outcome: "rotated",
+      });
+  });
+
+  it("a family past maxFamiliesPerPerson drops the person's oldest ended family first, then their oldest live one", async () => {
+    const store = make({ maxFamiliesPerClientAndPerson: 3, maxFamiliesPerPerson: 3 });
+    const person = unique("person");
+    const mine = (i: number) => token({ approvedBy: person, clientId: `client-${i}` });
+    const [a, b, c, d, e] = [mine(0), mine(1), mine(2), mine(3), mine(4)];
+    await store.create(a, NOW);
+    await store.create(b, NOW + 1);
+    await store.create(c, NOW + 2);
+    await store.revokeFamily(b.familyId);
+    await store.create(d, NOW + 3);
+    // b, ended, went: a is still live, and b's id may start again.
+    expect(await store.find(a.tokenHash, NOW + 4)).toEqual(a);
+    await store.create(e, NOW + 4);
+    expect(await store.find(a.tokenHash, NOW + 5)).toBeUndefined();
+    for (const kept of [c, d, e]) expect(await store.find(kept.tokenHash, NOW + 5)).toEqual(kept);
+    await store.create(
+      token({ ...b, approvedBy: unique("person"), tokenHash: unique("rt") }),
+      NOW + 6,
+    );
+  });
+
+  it("of 30 concurrent families by one person of one client, maxFamiliesPerClientAndPerson stay live", async () => {
+    const store = make({ maxFamiliesPerClientAndPerson: 5, maxFamiliesPerPerson: 25 });
+    const person = unique("person");
+    const records = Array.from({ length: 30 }, () => token({ approvedBy: person }));
+    await Promise.all(records.map((record) => store.create(record, NOW)));
+    const found = await Promise.all(records.map((r) => store.find(r.tokenHash, NOW + 1)));
+    expect(found.filter((record) => record !== undefined)).toHaveLength(5);
+  });
+
+  it("of 30 concurrent families by one person of 30 clients, maxFamiliesPerPerson stay", async () => {
+    const store = make({ maxFamiliesPerClientAndPerson: 5, maxFamiliesPerPerson: 12 });
+    const person = unique("person");
+    const records = Array.from({ length: 30 }, (_, i) =>
+      token({ approvedBy: person, clientId: `client-${i}` }),
+    );
+    await Promise.all(records.map((record) => store.create(record, NOW)));
+    const found = await Promise.all(records.map((r) => store.find(r.tokenHash, NOW + 1)));
+    expect(found.filter((record) => record !== undefined)).toHaveLength(12);
+  });
 });
 
 describe("Redis keys expire with what they hold, by the caller's clock", () => {
@@ -294,7 +472,8 @@ describe("Redis keys expire with what they hold, by the caller's clock", () => {
     await refresh.rotate(a.tokenHash, b, now);
     await codes.redeem(record.codeHash, now);
     const keys = await redis.client.keys(`${redis.prefix}ttl-*`);
-    expect(keys).toHaveLength(4);
+    // The code and its person's index; the two tokens, the family, its spent list and the person's.
+    expect(keys).toHaveLength(7);
     for (const key of keys) {
       const ttl = await redis.client.pTTL(key);
       expect(ttl).toBeGreaterThan(0);
@@ -311,7 +490,7 @@ describe("PostgreSQL prunes what has expired", () => {
     const refresh = new PostgresRefreshTokenStore({ pool });
     const far = NOW + 400 * 86_400_000;
     const gone = code({ expiresAt: far });
-    const kept = code({ expiresAt: far + 60_000 });
+    const kept = code({ expiresAt: far + 60_000, clientId: "https://other.example/meta.json" });
     await codes.create(gone, NOW);
     await codes.create(kept, NOW);
     const a = token({ expiresAt: far });
@@ -332,41 +511,58 @@ describe("PostgreSQL prunes what has expired", () => {
 });
 
 describe("memory stores are bounded", () => {
-  it("a full code store refuses the newcomer with StoreUnavailableError, then makes room as codes expire", async () => {
+  it("a full code store refuses the newcomer with StoreFullError, then makes room as codes expire", async () => {
     const store = new MemoryAuthorizationCodeStore({ maxEntries: 3 });
-    const held = [code(), code(), code({ expiresAt: NOW + 120_000 })];
+    const held = [
+      code({ approvedBy: "ann" }),
+      code({ approvedBy: "bea" }),
+      code({ approvedBy: "cid", expiresAt: NOW + 120_000 }),
+    ];
     for (const record of held) await store.create(record, NOW);
     await store.redeem(held[0]?.codeHash as string, NOW);
-    const refused = store.create(code(), NOW + 1);
+    const refused = store.create(code({ approvedBy: "dan" }), NOW + 1);
     await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(refused).rejects.toMatchObject({ code: "ERR_STORE_UNAVAILABLE", status: 503 });
+    await expect(refused).rejects.toMatchObject({
+      code: "ERR_STORE_FULL",
+      status: 503,
+      quota: "store",
+      held: 3,
+      limit: 3,
+    });
     // Nothing live was dropped to make room: the spent code still answers reused.
     expect(await store.redeem(held[0]?.codeHash as string, NOW + 2)).toMatchObject({
       outcome: "reused",
     });
-    await store.create(code({ expiresAt: NOW + 200_000 }), NOW + 60_000);
+    await store.create(code({ approvedBy: "dan", expiresAt: NOW + 200_000 }), NOW + 60_000);
     expect(store.size).toBe(2);
   });
 
-  it("a full refresh store refuses a family and a rotation, spending nothing", async () => {
-    const store = new MemoryRefreshTokenStore({ maxEntries: 4 });
-    const a = token({ expiresAt: NOW + 1000 });
-    const x = token({ expiresAt: NOW + 5000 });
+  it("a full refresh store refuses a new family only: a live family reserves its rotations", async () => {
+    const store = new MemoryRefreshTokenStore({ maxEntries: 25 });
+    const a = token({ approvedBy: "ann", expiresAt: NOW + 1000 });
+    const x = token({ approvedBy: "bea", expiresAt: NOW + 5000 });
     await store.create(a, NOW);
     await store.create(x, NOW);
-    await expect(store.create(token(), NOW)).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(store.rotate(a.tokenHash, successor(a), NOW)).rejects.toBeInstanceOf(
-      StoreUnavailableError,
-    );
-    expect(await store.find(a.tokenHash, NOW)).toEqual(a);
+    const refused = store.create(token({ approvedBy: "cid" }), NOW);
+    await expect(refused).rejects.toBeInstanceOf(StoreFullError);
+    await expect(refused).rejects.toMatchObject({ quota: "store", held: 20, limit: 25 });
+    // Rotations need no room: a family holds at most what it reserved.
+    let current = a;
+    for (let i = 0; i < 20; i++) {
+      const next = successor(a);
+      expect(await store.rotate(current.tokenHash, next, NOW + i)).toMatchObject({
+        outcome: "rotated",
+      });
+      current = next;
+    }
+    expect(store.size).toBe(2 + 1 + SPENT_TOKENS_KEPT + 1);
     // Once a's family has expired, its entries make room.
-    expect(await store.rotate(x.tokenHash, successor(x), NOW + 1000)).toMatchObject({
-      outcome: "rotated",
-    });
-    expect(store.size).toBe(3);
-    // Revoking a family drops its tokens, keeping the ended family until it expires.
+    await store.create(token({ approvedBy: "cid" }), NOW + 1000);
+    expect(store.size).toBe(4);
+    // Revoking a family drops its tokens and most of its reservation, keeping the ended family.
     await store.revokeFamily(x.familyId);
-    expect(store.size).toBe(1);
+    expect(store.size).toBe(3);
+    await store.create(token({ approvedBy: "dan" }), NOW + 1000);
   });
 
   it("a family keeps its last spent tokens only: a client refreshing in a loop cannot fill the store", async () => {
@@ -384,7 +580,7 @@ describe("memory stores are bounded", () => {
       current = next;
     }
     // The family, its current token and its last 8 spent ones; another family still fits.
-    expect(store.size).toBe(1 + 1 + MEMORY_SPENT_KEPT);
+    expect(store.size).toBe(1 + 1 + SPENT_TOKENS_KEPT);
     await store.create(token(), NOW);
     // Reuse of a recent spent token is seen; an older one is refused, as unknown, revoking nothing.
     const recent = spent[spent.length - 1] as RefreshTokenRecord;

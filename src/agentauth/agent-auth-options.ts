@@ -213,7 +213,8 @@ export interface AgentAuthOptions {
    */
   readonly onEvent?: AgentEventListener;
   /**
-   * Told about store failures.
+   * Told about store failures. A store that refuses for a quota (`StoreFullError`) has not
+   * failed: it is one `console.warn` line with its figures instead, at most once every 10 s.
    *
    * @default console.error, at most once every 10 s
    */

@@ -4,6 +4,7 @@ import {
   AuthenticationRequiredError,
   InvalidOptionsError,
   JwtInvalidError,
+  StoreFullError,
   StoreUnavailableError,
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
@@ -340,21 +341,36 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
   const scope = claims.scope.split(" ");
   // The code first: a code store that fails then leaves no grant behind, only a 503.
   const grantId = randomToken(16);
-  const code = await issueAuthorizationCode(
-    endpoint.codes,
-    runtime.now(),
-    {
-      clientId: checked.client.clientId,
-      redirectUri: checked.redirectUri,
-      codeChallenge: checked.codeChallenge,
-      resource: checked.resource,
-      scope,
-      grantId,
-      approvedBy: approver,
-      expiresAt: runtime.now() + CODE_LIFETIME_MS,
-    },
-    runtime.store,
-  );
+  let code: string;
+  try {
+    code = await issueAuthorizationCode(
+      endpoint.codes,
+      runtime.now(),
+      {
+        clientId: checked.client.clientId,
+        redirectUri: checked.redirectUri,
+        codeChallenge: checked.codeChallenge,
+        resource: checked.resource,
+        scope,
+        grantId,
+        approvedBy: approver,
+        expiresAt: runtime.now() + CODE_LIFETIME_MS,
+      },
+      runtime.store,
+    );
+  } catch (error) {
+    if (!(error instanceof StoreFullError)) throw error;
+    // RFC 6749 §4.1.2.1: the request ends at its client, which may start it again shortly.
+    return back(
+      runtime,
+      checked.redirectUri,
+      checked.state,
+      "temporarily_unavailable",
+      error.quota === "person"
+        ? "too many clients were approved by this person in the last minute; try again shortly"
+        : "the server is busy; try again shortly",
+    );
+  }
   await createGrant(endpoint, checked, grantId, scope, approver);
   return authorizationRedirect(checked.redirectUri, runtime.urls.issuer, { code }, checked.state);
 }

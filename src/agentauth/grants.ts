@@ -1,3 +1,4 @@
+import { StoreFullError } from "../core/errors.ts";
 import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
@@ -112,7 +113,13 @@ export class MemoryGrantStore implements GrantStore {
   async create(grant: Grant): Promise<void> {
     if (this.#grants.has(grant.grantId)) throw new Error("a grant with this id exists");
     if (this.#grants.size >= this.#max) this.#sweep(grant.createdAt);
-    if (this.#grants.size >= this.#max) throw new Error("the grant store is full");
+    if (this.#grants.size >= this.#max)
+      throw new StoreFullError({
+        store: "the grant store",
+        quota: "store",
+        held: this.#grants.size,
+        limit: this.#max,
+      });
     this.#grants.set(grant.grantId, freeze(grant));
     add(this.#byPrincipal, grant.principalId, grant.grantId);
     add(this.#byApprover, grant.approvedBy, grant.grantId);

@@ -1,3 +1,4 @@
+import { StoreFullError } from "../core/errors.ts";
 import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
@@ -82,7 +83,13 @@ export class MemoryPendingRequestStore implements PendingRequestStore {
         const pending = this.#byPrincipal.get(principal);
         if (pending?.expiresAt === at) this.#remove(pending);
       });
-    if (this.#byPrincipal.size >= this.#max) throw new Error("the pending request store is full");
+    if (this.#byPrincipal.size >= this.#max)
+      throw new StoreFullError({
+        store: "the pending request store",
+        quota: "store",
+        held: this.#byPrincipal.size,
+        limit: this.#max,
+      });
     const stored = Object.freeze({
       ...request,
       capabilities: Object.freeze([...request.capabilities]),

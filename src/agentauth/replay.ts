@@ -1,3 +1,4 @@
+import { StoreFullError } from "../core/errors.ts";
 import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 import type { AgentRuntime } from "./runtime.ts";
@@ -88,7 +89,12 @@ export class MemoryReplayStore implements ReplayStore {
     if (this.#until.has(jti)) return false;
     // Forgetting a live id would let its token be replayed: refuse instead.
     if (this.#until.size >= this.#max)
-      throw new Error("the replay store is full of live token ids");
+      throw new StoreFullError({
+        store: "the replay store",
+        quota: "store",
+        held: this.#until.size,
+        limit: this.#max,
+      });
     this.#until.set(jti, expiresAt);
     this.#queue.push(jti, expiresAt);
     return true;

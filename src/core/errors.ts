@@ -7,6 +7,7 @@ export type ErrorCode =
   | "ERR_ACCESS_DENIED"
   | "ERR_BODY_READ"
   | "ERR_STORE_UNAVAILABLE"
+  | "ERR_STORE_FULL"
   | "ERR_JWT_INVALID"
   | "ERR_DPOP_PROOF_INVALID"
   | "ERR_DPOP_NONCE_REQUIRED"
@@ -55,11 +56,53 @@ export class AccessDeniedError extends PortcullisError {
  * answer 503 on their own when it escapes a route handler.
  */
 export class StoreUnavailableError extends PortcullisError {
-  static override code = "ERR_STORE_UNAVAILABLE" as const;
-  override readonly code = "ERR_STORE_UNAVAILABLE" as const;
+  static override code: "ERR_STORE_UNAVAILABLE" | "ERR_STORE_FULL" = "ERR_STORE_UNAVAILABLE";
+  override readonly code: "ERR_STORE_UNAVAILABLE" | "ERR_STORE_FULL" = "ERR_STORE_UNAVAILABLE";
   readonly status = 503;
   readonly statusCode = 503;
   readonly expose = false;
+}
+
+/** Whose entries a full store counted: one person's, one client's, or everyone's (its capacity). */
+export type StoreQuotaKind = "person" | "client" | "store";
+
+/** What a full store held when it refused, for the warning line: never whose entries they were. */
+export interface StoreFullness {
+  /** The store, as the warning names it: `"the authorization code store"`. */
+  readonly store: string;
+  /** Whose entries were counted. */
+  readonly quota: StoreQuotaKind;
+  /** Entries held against that quota when the newcomer was refused, when the store knows. */
+  readonly held?: number;
+  /** The quota, when the store knows. */
+  readonly limit?: number;
+}
+
+/**
+ * A store refused a new entry because a quota is used up: one person's, one
+ * client's, or the store's whole capacity. Not a fault: the party over its
+ * quota is answered 503 (or its protocol's equivalent) and everyone else goes
+ * on; it is logged as one warning line with the figures, never as a failure.
+ * A `StoreUnavailableError`, so whatever answers that answers this too.
+ */
+export class StoreFullError extends StoreUnavailableError {
+  static override code = "ERR_STORE_FULL" as const;
+  override readonly code = "ERR_STORE_FULL" as const;
+  readonly store: string;
+  readonly quota: StoreQuotaKind;
+  readonly held: number | undefined;
+  readonly limit: number | undefined;
+
+  constructor(fullness: StoreFullness) {
+    const { store, quota, held, limit } = fullness;
+    const figures =
+      held === undefined || limit === undefined ? "" : `: ${held} of ${limit} entries held`;
+    super(`${store} is full${figures} ${quota === "store" ? "in all" : `per ${quota}`}`);
+    this.store = store;
+    this.quota = quota;
+    this.held = held;
+    this.limit = limit;
+  }
 }
 
 /**
@@ -191,6 +234,7 @@ export type PortcullisErrors =
   | AuthenticationRequiredError
   | AccessDeniedError
   | StoreUnavailableError
+  | StoreFullError
   | BodyReadError
   | JwtInvalidError
   | DpopProofInvalidError

@@ -81,6 +81,9 @@ export {
   NoAuthenticationError,
   PortcullisError,
   type PortcullisErrors,
+  StoreFullError,
+  type StoreFullness,
+  type StoreQuotaKind,
   StoreUnavailableError,
 } from "./errors.ts";
 export { type FetchHandler, type Handler, type Middleware, toHandler } from "./handler.ts";

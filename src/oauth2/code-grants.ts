@@ -1,7 +1,6 @@
-import { withDeadline } from "../core/deadline.ts";
 import { sha256Base64url } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
-import { StoreUnavailableError } from "../core/errors.ts";
+import { storeCaller } from "../core/store-call.ts";
 import type {
   AuthorizationCodeRecord,
   AuthorizationCodeStore,
@@ -78,6 +77,7 @@ export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
     return mintWithRefresh(settings, proof, {
       client,
       grantId: record.grantId,
+      approvedBy: record.approvedBy,
       scope: record.scope,
       resource: record.resource,
       // The family is named after the code: a replayed code ends it too.
@@ -138,37 +138,37 @@ export function refreshTokenGrant(server: ServerSettings): TokenGrant {
 /**
  * The code grants' settings with every code and refresh-token store call
  * bounded by the server's store timeout: a store that fails or stalls is a
- * 503 `temporarily_unavailable` in bounded time, never a 500 or a hang.
+ * 503 `temporarily_unavailable` in bounded time, never a 500 or a hang; one
+ * full for a quota is warned about (see `storeCaller`).
  */
 function boundedStores(server: ServerSettings): CodeGrantSettings {
   const settings = server.authorizationCode as CodeGrantSettings;
-  const bounded =
-    <A extends unknown[], T>(what: string, call: (...args: A) => Promise<T>) =>
-    async (...args: A): Promise<T> => {
-      try {
-        return await withDeadline(() => call(...args), server.storeTimeoutMs, what);
-      } catch (error) {
-        if (error instanceof StoreUnavailableError) throw error;
-        throw new StoreUnavailableError(`${what} failed or did not answer in time`, {
-          cause: error,
-        });
-      }
-    };
+  const caller = (what: string) => {
+    const call = storeCaller({
+      what,
+      timeoutMs: server.storeTimeoutMs,
+      // The token endpoint's answer (503) is the report: a store down is seen by every caller.
+      report: () => {},
+      timed: true,
+    });
+    return <A extends unknown[], T>(operation: (...args: A) => Promise<T>) =>
+      (...args: A): Promise<T> =>
+        call(() => operation(...args));
+  };
+  const codeCall = caller("the code store");
+  const refreshCall = caller("the refresh token store");
   const { codes, refreshTokens } = settings;
   return {
     ...settings,
     codes: {
-      create: bounded("the code store", codes.create.bind(codes)),
-      redeem: bounded("the code store", codes.redeem.bind(codes)),
+      create: codeCall(codes.create.bind(codes)),
+      redeem: codeCall(codes.redeem.bind(codes)),
     },
     refreshTokens: {
-      create: bounded("the refresh token store", refreshTokens.create.bind(refreshTokens)),
-      find: bounded("the refresh token store", refreshTokens.find.bind(refreshTokens)),
-      rotate: bounded("the refresh token store", refreshTokens.rotate.bind(refreshTokens)),
-      revokeFamily: bounded(
-        "the refresh token store",
-        refreshTokens.revokeFamily.bind(refreshTokens),
-      ),
+      create: refreshCall(refreshTokens.create.bind(refreshTokens)),
+      find: refreshCall(refreshTokens.find.bind(refreshTokens)),
+      rotate: refreshCall(refreshTokens.rotate.bind(refreshTokens)),
+      revokeFamily: refreshCall(refreshTokens.revokeFamily.bind(refreshTokens)),
     },
   };
 }
@@ -196,7 +196,7 @@ async function mintWithRefresh(
     readonly client: Parameters<CodeGrantSettings["issue"]>[0]["client"];
   },
 ): Promise<Response> {
-  const { client, grantId, scope, resource, familyId } = granted;
+  const { client, grantId, approvedBy, scope, resource, familyId } = granted;
   const issued = await settings.issue({
     grantType: "authorization_code",
     client,
@@ -212,6 +212,7 @@ async function mintWithRefresh(
       tokenHash: await tokenHash(refresh),
       familyId,
       clientId: client.clientId,
+      approvedBy,
       grantId,
       scope,
       resource,

@@ -2,7 +2,7 @@ import { clientAddressOf } from "../core/client-address.ts";
 import type { ContextSource } from "../core/context.ts";
 import { sha256Base64url as sha256 } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
-import { StoreUnavailableError } from "../core/errors.ts";
+import { StoreFullError, StoreUnavailableError } from "../core/errors.ts";
 import { throttledConsole } from "../core/log.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { storeCaller } from "../core/store-call.ts";
@@ -133,11 +133,13 @@ export class DeviceAuthorizationService {
         intervalMs: this.intervalSeconds * 1000,
         status: "pending",
       };
-      const outcome = await this.#call(() => this.#store.create(record, now));
-      if (outcome === "full")
-        throw new StoreUnavailableError("the device code store is full", {
-          cause: new Error("full"),
-        });
+      const outcome = await this.#call(async () => {
+        const created = await this.#store.create(record, now);
+        // Inside the call, so it is warned about as a full store, not reported as a failure.
+        if (created === "full")
+          throw new StoreFullError({ store: "the device code store", quota: "store" });
+        return created;
+      });
       if (outcome !== "created") continue;
       const shown = formatUserCode(userCode);
       const complete = new URL(this.verificationUri);

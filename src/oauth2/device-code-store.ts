@@ -1,3 +1,4 @@
+import { StoreFullError } from "../core/errors.ts";
 import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
 
@@ -49,7 +50,11 @@ export type Decision =
  * consume an approval once, on every instance sharing the store.
  */
 export interface DeviceCodeStore {
-  /** Inserts a pending record unless its user code is held by a live one or the store is full. */
+  /**
+   * Inserts a pending record unless its user code is held by a live one or the
+   * store is full of live records: then it answers `full`, or throws
+   * `StoreFullError` with its figures (the built-in store does).
+   */
   create(record: DeviceCodeRecord, now: number): Promise<CreateOutcome>;
   /** The live record a user code hash names. */
   findByUserCode(userCodeHash: string, now: number): Promise<DeviceCodeRecord | undefined>;
@@ -93,7 +98,7 @@ export interface DeviceCodeStore {
 export interface MemoryDeviceCodeStoreOptions {
   /**
    * Most records held. At it, ended records go first; when every one is live,
-   * `create` answers `full` (the newcomer gets 503) rather than drop one. Keep
+   * `create` throws `StoreFullError` (the newcomer gets 503) rather than drop one. Keep
    * it at least the number of clients times `maxPendingPerClient`, and no set
    * of clients can fill it.
    *
@@ -156,7 +161,13 @@ export class MemoryDeviceCodeStore implements DeviceCodeStore {
       }
     }
     if (this.#byDevice.size >= this.#maxEntries) this.#makeRoom(now);
-    if (this.#byDevice.size >= this.#maxEntries) return "full";
+    if (this.#byDevice.size >= this.#maxEntries)
+      throw new StoreFullError({
+        store: "the device code store",
+        quota: "store",
+        held: this.#byDevice.size,
+        limit: this.#maxEntries,
+      });
     this.#byDevice.set(record.deviceCodeHash, { ...record });
     this.#byUser.set(record.userCodeHash, record.deviceCodeHash);
     this.#count(record);

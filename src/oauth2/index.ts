@@ -8,7 +8,16 @@
  * @module portcullis/oauth2
  */
 
-export { ClientMetadataError, type ClientMetadataFailureReason } from "../core/errors.ts";
+export {
+  ClientMetadataError,
+  type ClientMetadataFailureReason,
+  StoreFullError,
+} from "../core/errors.ts";
+export {
+  type CodeQuotaOptions,
+  type RefreshQuotaOptions,
+  SPENT_TOKENS_KEPT,
+} from "../core/store-quotas.ts";
 export { isPublicAddress } from "./address-guard.ts";
 export {
   type ApprovalFormOptions,
@@ -126,7 +135,6 @@ export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 export { isCodeChallenge, isCodeVerifier } from "./pkce.ts";
 export { isRedirectUri, matchRedirectUri } from "./redirect-uri.ts";
 export {
-  MEMORY_SPENT_KEPT,
   MemoryRefreshTokenStore,
   type MemoryRefreshTokenStoreOptions,
   type RefreshRotation,

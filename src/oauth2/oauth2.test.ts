@@ -525,7 +525,11 @@ describe("device authorization", () => {
     expect(await service.lookup(human(), victim.user_code)).toMatchObject({ ok: true });
     for (let i = 0; i < 6; i++) await service.begin(`other-${i}`, ["read"]);
     await expect(service.begin("one-too-many", ["read"])).rejects.toMatchObject({
-      code: "ERR_STORE_UNAVAILABLE",
+      code: "ERR_STORE_FULL",
+      status: 503,
+      quota: "store",
+      held: 10,
+      limit: 10,
     });
     expect(await service.lookup(human(), victim.user_code)).toMatchObject({ ok: true });
   });
@@ -564,7 +568,7 @@ describe("device-code store capacity", () => {
     const held = [];
     for (const client of ["a", "b", "c"]) held.push(await service.begin(client, ["read"]));
     await expect(service.begin("d", ["read"])).rejects.toMatchObject({
-      code: "ERR_STORE_UNAVAILABLE",
+      code: "ERR_STORE_FULL",
     });
     for (const begun of held)
       expect(await service.lookup(human(), begun.user_code)).toMatchObject({ ok: true });

@@ -1,6 +1,12 @@
-import { StoreUnavailableError } from "../core/errors.ts";
+import { StoreFullError } from "../core/errors.ts";
 import { ExpiryQueue } from "../core/expiry-queue.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
+import {
+  REFRESH_QUOTA_KEYS,
+  type RefreshQuotaOptions,
+  refreshQuotas,
+  SPENT_TOKENS_KEPT,
+} from "../core/store-quotas.ts";
 
 /**
  * A refresh token as stored: only its hash, with the grant it refreshes and
@@ -13,6 +19,8 @@ export interface RefreshTokenRecord {
   /** Every rotation of one approval shares it; reuse revokes the whole family's grant. */
   readonly familyId: string;
   readonly clientId: string;
+  /** The person whose consent started the family: their quotas count it. */
+  readonly approvedBy: string;
   readonly grantId: string;
   /** The most a refresh may ask for (never wider than the grant at the time of use). */
   readonly scope: readonly string[];
@@ -43,17 +51,24 @@ export type RefreshRotation =
 /**
  * Refresh tokens. `rotate` is atomic: of concurrent rotations of one token,
  * in one process or across processes sharing the store, exactly one is
- * `rotated` (its `next` stored); every other is `reused`. A spent token is
- * remembered until its family's expiry (its first token's `expiresAt`), so
- * reuse is seen (the memory store keeps a family's last `MEMORY_SPENT_KEPT`
- * spent tokens, and answers an older one `unknown`). A family ended by `revokeFamily` never rotates
- * again: each of its tokens, current or spent, answers `unknown`.
+ * `rotated` (its `next` stored); every other is `reused`. A family remembers
+ * its last `SPENT_TOKENS_KEPT` spent tokens until it ends (at its first
+ * token's `expiresAt`), so their reuse is seen; an older spent token answers
+ * `unknown`. A family ended by `revokeFamily` never rotates again: each of
+ * its tokens, current or spent, answers `unknown`.
+ *
+ * Bounded per person (`RefreshQuotaOptions`), in the same atomic step that
+ * starts a family: a new family past `maxFamiliesPerClientAndPerson` ends the
+ * oldest live family of that client and person; past `maxFamiliesPerPerson`,
+ * the person's oldest ended family goes, else their oldest live one is ended.
+ * A family ended so is forgotten whole: its tokens answer `unknown`.
  */
 export interface RefreshTokenStore {
   /**
    * Stores the first token of a family, which lives until this token's
-   * `expiresAt`. Refuses (throws) a token hash or family id already held; a
-   * store full of live tokens throws `StoreUnavailableError` (503).
+   * `expiresAt`, making room within `record.approvedBy`'s quotas as above.
+   * Refuses (throws) a token hash or family id already held; a store whose
+   * whole capacity is live throws `StoreFullError` (503).
    */
   create(record: RefreshTokenRecord, now: number): Promise<void>;
   /**
@@ -63,9 +78,9 @@ export interface RefreshTokenStore {
   find(tokenHash: string, now: number): Promise<RefreshTokenRecord | undefined>;
   /**
    * Spends the token whose hash is `tokenHash` (unexpired at `now`) and
-   * stores `next` in its place, in one step. `next` must carry the token's
+   * stores `next` in its place, in one step, forgetting the family's spent
+   * tokens beyond `SPENT_TOKENS_KEPT`. `next` must carry the token's
    * `familyId` and `clientId`, else the answer is `unknown` and nothing changes.
-   * A full store throws `StoreUnavailableError` and spends nothing.
    */
   rotate(tokenHash: string, next: RefreshTokenRecord, now: number): Promise<RefreshRotation>;
   /** Ends a family: its tokens are refused from now on. Idempotent. */
@@ -82,50 +97,60 @@ export interface RefreshTokenStore {
  * const refreshTokens = new MemoryRefreshTokenStore({ maxEntries: 200_000 });
  * ```
  */
-export interface MemoryRefreshTokenStoreOptions {
+export interface MemoryRefreshTokenStoreOptions extends RefreshQuotaOptions {
   /**
-   * Most entries held: each family counts one, and each of its tokens one:
-   * the current token and the last `MEMORY_SPENT_KEPT` spent ones (reuse of
-   * those is seen; an older one is only refused, as unknown). A family holds
-   * at most that many whatever its client does, so a client refreshing in a
-   * loop cannot fill the store. When every entry is live, `create` and
-   * `rotate` throw `StoreUnavailableError` (503) rather than forget one.
+   * Most entries held. A live family counts what it may come to hold from its
+   * start: itself, its current token and `SPENT_TOKENS_KEPT` spent ones (10);
+   * an ended one counts 1. So rotations never need room, and when the store
+   * is full, only a new family is refused (`StoreFullError`, 503), nothing
+   * forgotten. With the per-person quotas at their defaults, no fewer than
+   * `maxEntries` ÷ 250 people (400 by default) can fill it.
    *
    * @default 100_000
    */
   readonly maxEntries?: number;
 }
 
-/**
- * Spent tokens a memory family remembers, to see their reuse: a thief's copy
- * is presented within a few rotations of the theft or the client's own next
- * refresh reveals it, while an unbounded history would let one client refreshing
- * in a loop fill the store for everyone.
- */
-export const MEMORY_SPENT_KEPT = 8;
+/** What a live family may hold: itself, its current token and its kept spent ones. */
+const LIVE_FAMILY_ENTRIES = 2 + SPENT_TOKENS_KEPT;
+
+const STORE = "the refresh token store";
 
 interface Family {
   readonly familyId: string;
+  readonly clientId: string;
+  readonly approvedBy: string;
   readonly expiresAt: number;
   /** The hash of the current token; undefined once revoked. */
   current: string | undefined;
+  /** Spent tokens then the current one, oldest first. */
   readonly tokens: string[];
 }
 
 /**
  * Process-local refresh tokens for a single instance. Bounded and
- * timer-free: ended families leave on the next call, O(log n) plus their tokens.
+ * timer-free: ended families leave on the next call, O(log n) plus their
+ * tokens; `create` costs O(`maxFamiliesPerPerson`) more.
  */
 export class MemoryRefreshTokenStore implements RefreshTokenStore {
   readonly #tokens = new Map<string, RefreshTokenRecord>();
   readonly #families = new Map<string, Family>();
+  // Each person's families, oldest first: what their quotas count.
+  readonly #byPerson = new Map<string, Set<Family>>();
   readonly #expiry = new ExpiryQueue<string>();
   readonly #max: number;
+  readonly #perPerson: number;
+  readonly #perPair: number;
+  // Entries the families may come to hold (see `maxEntries`).
+  #reserved = 0;
 
   constructor(options: MemoryRefreshTokenStoreOptions = {}) {
     const where = "MemoryRefreshTokenStore";
-    rejectUnknownKeys(where, options, ["maxEntries"]);
+    rejectUnknownKeys(where, options, ["maxEntries", ...REFRESH_QUOTA_KEYS]);
     this.#max = positiveInteger(where, "maxEntries", options.maxEntries, 100_000);
+    const quotas = refreshQuotas(where, options);
+    this.#perPerson = quotas.maxFamiliesPerPerson;
+    this.#perPair = quotas.maxFamiliesPerClientAndPerson;
   }
 
   async create(record: RefreshTokenRecord, now: number): Promise<void> {
@@ -134,16 +159,33 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
       throw new Error("a refresh family with this id is held");
     if (this.#tokens.has(record.tokenHash))
       throw new Error("a refresh token with this hash is held");
-    this.#makeRoom(2);
+    this.#makeRoomFor(record);
+    // Forgetting a live token would hide its reuse: refuse the newcomer instead.
+    if (this.#reserved + LIVE_FAMILY_ENTRIES > this.#max)
+      throw new StoreFullError({
+        store: STORE,
+        quota: "store",
+        held: this.#reserved,
+        limit: this.#max,
+      });
     const family: Family = {
       familyId: record.familyId,
+      clientId: record.clientId,
+      approvedBy: record.approvedBy,
       expiresAt: record.expiresAt,
       current: record.tokenHash,
       tokens: [record.tokenHash],
     };
     this.#families.set(record.familyId, family);
     this.#tokens.set(record.tokenHash, freeze(record));
+    const own = this.#byPerson.get(record.approvedBy);
+    if (own === undefined) this.#byPerson.set(record.approvedBy, new Set([family]));
+    else own.add(family);
+    this.#reserved += LIVE_FAMILY_ENTRIES;
     this.#expiry.push(record.familyId, record.expiresAt);
+    // Families ended for a quota leave their entries behind: shed them before they outnumber the live.
+    if (this.#expiry.size > 2 * this.#families.size + 64)
+      this.#expiry.retain((id, at) => this.#families.get(id)?.expiresAt === at);
   }
 
   async find(tokenHash: string, now: number): Promise<RefreshTokenRecord | undefined> {
@@ -164,10 +206,9 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     if (family.current !== tokenHash) return { outcome: "reused", record };
     if (record.expiresAt <= now) return { outcome: "unknown" };
     if (this.#tokens.has(next.tokenHash)) throw new Error("a refresh token with this hash is held");
-    // The oldest spent token makes way first: one family's entries stay bounded.
-    if (family.tokens.length > MEMORY_SPENT_KEPT)
+    // The oldest spent token makes way: one family's entries stay within what it reserved.
+    if (family.tokens.length > SPENT_TOKENS_KEPT)
       this.#tokens.delete(family.tokens.shift() as string);
-    else this.#makeRoom(1);
     this.#tokens.set(next.tokenHash, freeze(next));
     family.tokens.push(next.tokenHash);
     family.current = next.tokenHash;
@@ -176,11 +217,12 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
 
   async revokeFamily(familyId: string): Promise<void> {
     const family = this.#families.get(familyId);
-    if (family === undefined) return;
+    if (family === undefined || family.current === undefined) return;
     // The family stays, ended, until it expires: its id cannot start again.
     family.current = undefined;
     for (const hash of family.tokens) this.#tokens.delete(hash);
     family.tokens.length = 0;
+    this.#reserved -= LIVE_FAMILY_ENTRIES - 1;
   }
 
   /** How many entries are held: families plus their tokens. */
@@ -188,18 +230,43 @@ export class MemoryRefreshTokenStore implements RefreshTokenStore {
     return this.#families.size + this.#tokens.size;
   }
 
-  // Forgetting a live token would hide its reuse: refuse the newcomer instead.
-  #makeRoom(needed: number): void {
-    if (this.size + needed > this.#max)
-      throw new StoreUnavailableError("the refresh token store is full");
+  // The person's quotas, before their new family: the pair's oldest live families, then their
+  // oldest ended ones, then their oldest live ones go.
+  #makeRoomFor(record: RefreshTokenRecord): void {
+    const own = this.#byPerson.get(record.approvedBy);
+    if (own === undefined) return;
+    let pair = 0;
+    for (const family of own)
+      if (family.clientId === record.clientId && family.current !== undefined) pair++;
+    for (const family of own) {
+      if (pair < this.#perPair) break;
+      if (family.clientId !== record.clientId || family.current === undefined) continue;
+      this.#drop(family);
+      pair--;
+    }
+    for (const family of own) {
+      if (own.size < this.#perPerson) return;
+      if (family.current === undefined) this.#drop(family);
+    }
+    for (const family of own) {
+      if (own.size < this.#perPerson) return;
+      this.#drop(family);
+    }
+  }
+
+  #drop(family: Family): void {
+    this.#families.delete(family.familyId);
+    for (const hash of family.tokens) this.#tokens.delete(hash);
+    this.#reserved -= family.current === undefined ? 1 : LIVE_FAMILY_ENTRIES;
+    const own = this.#byPerson.get(family.approvedBy);
+    own?.delete(family);
+    if (own?.size === 0) this.#byPerson.delete(family.approvedBy);
   }
 
   #expire(now: number): void {
-    this.#expiry.popDue(now, (familyId) => {
+    this.#expiry.popDue(now, (familyId, at) => {
       const family = this.#families.get(familyId);
-      if (family === undefined) return;
-      this.#families.delete(familyId);
-      for (const hash of family.tokens) this.#tokens.delete(hash);
+      if (family?.expiresAt === at) this.#drop(family);
     });
   }
 }

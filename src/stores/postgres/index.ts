@@ -11,11 +11,13 @@ export {
   type MigrateOptions,
   migrate,
   PostgresAuthorizationCodeStore,
+  type PostgresAuthorizationCodeStoreOptions,
   type PostgresConnection,
   PostgresGrantStore,
   type PostgresPool,
   type PostgresQueryable,
   PostgresRefreshTokenStore,
+  type PostgresRefreshTokenStoreOptions,
   PostgresReplayStore,
   type PostgresStoreOptions,
 } from "./postgres-stores.ts";

@@ -1,8 +1,17 @@
 import { readFile } from "node:fs/promises";
 import type { Grant, GrantStore, ReplayStore } from "../../agentauth/index.ts";
 import { serverCutoff, withDeadline } from "../../core/deadline.ts";
-import { InvalidOptionsError } from "../../core/errors.ts";
+import { InvalidOptionsError, StoreFullError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
+import {
+  CODE_QUOTA_KEYS,
+  type CodeQuotaOptions,
+  codeQuotas,
+  REFRESH_QUOTA_KEYS,
+  type RefreshQuotaOptions,
+  refreshQuotas,
+  SPENT_TOKENS_KEPT,
+} from "../../core/store-quotas.ts";
 import type {
   AuthorizationCodeRecord,
   AuthorizationCodeStore,
@@ -113,27 +122,30 @@ export async function migrate(
   await withDeadline(pool.query(`${MIGRATION_LOCK};\n${sql}`), timeoutMs, "PostgreSQL migration");
 }
 
-// A statement that only reads: run on the pool as it is, since a late read changes nothing.
-const READ_ONLY = /^\s*SELECT\b/i;
-
 abstract class PostgresStore {
   protected readonly pool: PostgresPool;
   readonly #timeoutMs: number;
 
-  constructor(name: string, options: PostgresStoreOptions) {
-    rejectUnknownKeys(name, options, ["pool", "timeoutMs"]);
+  constructor(name: string, options: PostgresStoreOptions, more: readonly string[] = []) {
+    rejectUnknownKeys(name, options, ["pool", "timeoutMs", ...more]);
     if (typeof options?.pool?.query !== "function" || typeof options.pool.connect !== "function")
       throw new InvalidOptionsError(`${name} needs a pg Pool`);
     this.pool = options.pool;
     this.#timeoutMs = timeoutOption(name, "timeoutMs", options.timeoutMs, 1000);
   }
 
-  /** Runs a statement within the time limit; one that changes rows is kept only if in time. */
-  protected query(text: string, values: unknown[]) {
-    const work = READ_ONLY.test(text)
-      ? this.pool.query(text, values)
-      : changeBy(this.pool, text, values, serverCutoff(this.#timeoutMs));
-    return withDeadline(work, this.#timeoutMs, "PostgreSQL");
+  /** Runs a statement that only reads, within the time limit: a late read changes nothing. */
+  protected read(text: string, values: unknown[]) {
+    return withDeadline(this.pool.query(text, values), this.#timeoutMs, "PostgreSQL");
+  }
+
+  /** Runs a statement that changes rows within the time limit, kept only if in time for its caller. */
+  protected change(text: string, values: unknown[]) {
+    return withDeadline(
+      changeBy(this.pool, text, values, serverCutoff(this.#timeoutMs)),
+      this.#timeoutMs,
+      "PostgreSQL",
+    );
   }
 
   /**
@@ -221,7 +233,7 @@ export class PostgresReplayStore extends PostgresStore implements ReplayStore {
 
   /** Deletes the rows of tokens that have expired; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
-    const result = await this.query("DELETE FROM portcullis_replay WHERE expires_at <= $1", [
+    const result = await this.change("DELETE FROM portcullis_replay WHERE expires_at <= $1", [
       Math.floor(now),
     ]);
     return result.rowCount ?? 0;
@@ -241,7 +253,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 
   async create(grant: Grant): Promise<void> {
     if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(grant.createdAt));
-    await this.query(
+    await this.change(
       `INSERT INTO portcullis_grants
          (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at, jkt)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -261,7 +273,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 
   async get(grantId: string): Promise<Grant | undefined> {
     if (!storable(grantId)) return undefined;
-    const result = await this.query("SELECT * FROM portcullis_grants WHERE grant_id = $1", [
+    const result = await this.read("SELECT * FROM portcullis_grants WHERE grant_id = $1", [
       grantId,
     ]);
     const row = result.rows[0];
@@ -270,7 +282,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 
   async listByPrincipal(principalId: string): Promise<readonly Grant[]> {
     if (!storable(principalId)) return [];
-    const result = await this.query(
+    const result = await this.read(
       "SELECT * FROM portcullis_grants WHERE principal_id = $1 ORDER BY created_at DESC",
       [principalId],
     );
@@ -279,7 +291,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 
   async listByApprover(approvedBy: string): Promise<readonly Grant[]> {
     if (!storable(approvedBy)) return [];
-    const result = await this.query(
+    const result = await this.read(
       "SELECT * FROM portcullis_grants WHERE approved_by = $1 ORDER BY created_at DESC",
       [approvedBy],
     );
@@ -297,7 +309,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
     const kept = `COALESCE(ARRAY(
            SELECT c FROM unnest(capabilities) WITH ORDINALITY AS t(c, i)
            WHERE $2::text[] IS NOT NULL AND NOT (c = ANY($2::text[])) ORDER BY i), '{}')`;
-    const result = await this.query(
+    const result = await this.change(
       `UPDATE portcullis_grants SET
          capabilities = ${kept},
          status = CASE WHEN cardinality(${kept}) = 0 THEN 'revoked' ELSE status END,
@@ -312,7 +324,7 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 
   /** Deletes grants that ended more than 30 days ago; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
-    const result = await this.query("DELETE FROM portcullis_grants WHERE expires_at <= $1", [
+    const result = await this.change("DELETE FROM portcullis_grants WHERE expires_at <= $1", [
       Math.floor(now) - GRANT_RETENTION_MS,
     ]);
     return result.rowCount ?? 0;
@@ -320,38 +332,71 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
 }
 
 /**
- * `AuthorizationCodeStore` on PostgreSQL: redemption is one conditional
- * `UPDATE`, reading the row as locked; an expired row may be taken over by a
- * new code in the same `INSERT`.
+ * Options of `PostgresAuthorizationCodeStore`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { PostgresAuthorizationCodeStore } from "portcullis/stores/postgres";
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const codes = new PostgresAuthorizationCodeStore({ pool, maxCodesPerPerson: 5 });
+ * ```
+ */
+export interface PostgresAuthorizationCodeStoreOptions
+  extends PostgresStoreOptions,
+    CodeQuotaOptions {}
+
+/**
+ * `AuthorizationCodeStore` on PostgreSQL: creation is one call of
+ * `portcullis_create_code` (the person's quota counted and the code written
+ * under a lock on that person); redemption is one conditional `UPDATE`,
+ * reading the row as locked; an expired row may be taken over by a new code.
  */
 export class PostgresAuthorizationCodeStore
   extends PostgresStore
   implements AuthorizationCodeStore
 {
   #calls = 0;
+  readonly #perPerson: number;
 
-  constructor(options: PostgresStoreOptions) {
-    super("PostgresAuthorizationCodeStore", options);
+  constructor(options: PostgresAuthorizationCodeStoreOptions) {
+    const where = "PostgresAuthorizationCodeStore";
+    super(where, options, CODE_QUOTA_KEYS);
+    this.#perPerson = codeQuotas(where, options).maxCodesPerPerson;
   }
 
   async create(record: AuthorizationCodeRecord, now: number): Promise<void> {
     if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(now));
-    const result = await this.query(
-      `INSERT INTO portcullis_authorization_codes (code_hash, record, spent, expires_at)
-       VALUES ($1, $2, false, $3)
-       ON CONFLICT (code_hash) DO UPDATE
-         SET record = EXCLUDED.record, spent = false, expires_at = EXCLUDED.expires_at
-       WHERE portcullis_authorization_codes.expires_at <= $4
-       RETURNING code_hash`,
-      [record.codeHash, JSON.stringify(record), Math.ceil(record.expiresAt), Math.floor(now)],
+    const result = await this.change(
+      "SELECT outcome, held FROM portcullis_create_code($1, $2, $3, $4, $5, $6, $7)",
+      [
+        record.codeHash,
+        JSON.stringify(record),
+        Math.ceil(record.expiresAt),
+        Math.floor(now),
+        record.clientId,
+        record.approvedBy,
+        this.#perPerson,
+      ],
     );
-    if (result.rowCount !== 1) throw new Error("an authorization code with this hash is held");
+    const row = result.rows[0];
+    if (row?.outcome === "created") return;
+    if (row?.outcome === "taken") throw new Error("an authorization code with this hash is held");
+    if (row?.outcome === "full")
+      throw new StoreFullError({
+        store: "the authorization code store",
+        quota: "person",
+        held: Number(row.held),
+        limit: this.#perPerson,
+      });
+    throw new TypeError("unexpected answer from portcullis_create_code");
   }
 
   async redeem(codeHash: string, now: number): Promise<CodeRedemption> {
     if (!storable(codeHash)) return { outcome: "unknown" };
     // The sub-select locks the row and, behind a racing redemption, reads it as that one left it.
-    const result = await this.query(
+    const result = await this.change(
       `UPDATE portcullis_authorization_codes AS c SET spent = true
        FROM (SELECT code_hash, spent FROM portcullis_authorization_codes
              WHERE code_hash = $1 AND expires_at > $2 FOR UPDATE) AS old
@@ -367,7 +412,7 @@ export class PostgresAuthorizationCodeStore
 
   /** Deletes expired codes; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
-    const result = await this.query(
+    const result = await this.change(
       "DELETE FROM portcullis_authorization_codes WHERE expires_at <= $1",
       [Math.floor(now)],
     );
@@ -376,45 +421,63 @@ export class PostgresAuthorizationCodeStore
 }
 
 /**
+ * Options of `PostgresRefreshTokenStore`.
+ *
+ * @example
+ * ```ts
+ * import pg from "pg";
+ * import { PostgresRefreshTokenStore } from "portcullis/stores/postgres";
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const refreshTokens = new PostgresRefreshTokenStore({ pool, maxFamiliesPerPerson: 50 });
+ * ```
+ */
+export interface PostgresRefreshTokenStoreOptions
+  extends PostgresStoreOptions,
+    RefreshQuotaOptions {}
+
+/**
  * `RefreshTokenStore` on PostgreSQL: a row per family naming its current
- * token, and a row per token; rotation is one statement that locks the
- * family's row, so of racing rotations exactly one moves it.
+ * token, and a row per token; a family starts in one call of
+ * `portcullis_create_refresh_family` (the person's quotas applied under a
+ * lock on that person); rotation is one statement that locks the family's
+ * row, so of racing rotations exactly one moves it.
  */
 export class PostgresRefreshTokenStore extends PostgresStore implements RefreshTokenStore {
   #calls = 0;
+  readonly #quotas: Required<RefreshQuotaOptions>;
 
-  constructor(options: PostgresStoreOptions) {
-    super("PostgresRefreshTokenStore", options);
+  constructor(options: PostgresRefreshTokenStoreOptions) {
+    const where = "PostgresRefreshTokenStore";
+    super(where, options, REFRESH_QUOTA_KEYS);
+    this.#quotas = refreshQuotas(where, options);
   }
 
   async create(record: RefreshTokenRecord, now: number): Promise<void> {
     if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(now));
-    // One statement: a token hash already held fails it whole, family row included.
-    const result = await this.query(
-      `WITH family AS (
-         INSERT INTO portcullis_refresh_families (family_id, current_hash, expires_at)
-         VALUES ($1, $2, $3)
-         ON CONFLICT (family_id) DO UPDATE
-           SET current_hash = EXCLUDED.current_hash, expires_at = EXCLUDED.expires_at
-         WHERE portcullis_refresh_families.expires_at <= $5
-         RETURNING family_id)
-       INSERT INTO portcullis_refresh_tokens (token_hash, family_id, record, kept_until)
-       SELECT $2, family_id, $4, $3 FROM family
-       RETURNING token_hash`,
+    const result = await this.change(
+      "SELECT portcullis_create_refresh_family($1, $2, $3, $4, $5, $6, $7, $8, $9) AS outcome",
       [
         record.familyId,
         record.tokenHash,
-        Math.ceil(record.expiresAt),
         JSON.stringify(record),
+        Math.ceil(record.expiresAt),
         Math.floor(now),
+        record.clientId,
+        record.approvedBy,
+        this.#quotas.maxFamiliesPerClientAndPerson,
+        this.#quotas.maxFamiliesPerPerson,
       ],
     );
-    if (result.rowCount !== 1) throw new Error("a refresh family with this id is held");
+    const outcome = result.rows[0]?.outcome;
+    if (outcome === "taken") throw new Error("a refresh family or token with this id is held");
+    if (outcome !== "created")
+      throw new TypeError("unexpected answer from portcullis_create_refresh_family");
   }
 
   async find(tokenHash: string, now: number): Promise<RefreshTokenRecord | undefined> {
     if (!storable(tokenHash)) return undefined;
-    const result = await this.query(
+    const result = await this.read(
       `SELECT t.record FROM portcullis_refresh_tokens t
        JOIN portcullis_refresh_families f ON f.family_id = t.family_id
        WHERE t.token_hash = $1 AND t.kept_until > $2 AND f.expires_at > $2
@@ -429,7 +492,7 @@ export class PostgresRefreshTokenStore extends PostgresStore implements RefreshT
     if (!storable(tokenHash) || !storable(next.familyId)) return { outcome: "unknown" };
     // `old` locks the family's row and, behind a racing rotation, reads it as that one left it;
     // the update then moves the family only from this token, the insert only if it moved.
-    const result = await this.query(
+    const result = await this.change(
       `WITH old AS (
          SELECT t.record, f.family_id, f.current_hash
          FROM portcullis_refresh_tokens t
@@ -437,16 +500,20 @@ export class PostgresRefreshTokenStore extends PostgresStore implements RefreshT
          WHERE t.token_hash = $1 AND t.kept_until > $2 AND f.expires_at > $2 AND f.family_id = $4
          FOR UPDATE OF f
        ), moved AS (
-         UPDATE portcullis_refresh_families f SET current_hash = $3
+         UPDATE portcullis_refresh_families f
+         SET current_hash = $3, generation = f.generation + 1
          FROM old
          WHERE f.family_id = old.family_id AND old.current_hash = $1
            AND (old.record::jsonb ->> 'clientId') = $5
            AND (old.record::jsonb ->> 'expiresAt')::numeric > $2
-         RETURNING f.family_id, f.expires_at
+         RETURNING f.family_id, f.expires_at, f.generation
        ), added AS (
-         INSERT INTO portcullis_refresh_tokens (token_hash, family_id, record, kept_until)
-         SELECT $3, family_id, $6, expires_at FROM moved
+         INSERT INTO portcullis_refresh_tokens (token_hash, family_id, record, kept_until, generation)
+         SELECT $3, family_id, $6, expires_at, generation FROM moved
          RETURNING token_hash
+       ), trimmed AS (
+         DELETE FROM portcullis_refresh_tokens t USING moved
+         WHERE t.family_id = moved.family_id AND t.generation < moved.generation - $7
        )
        SELECT old.record, old.current_hash, (SELECT count(*) FROM added)::int AS added FROM old`,
       [
@@ -456,6 +523,7 @@ export class PostgresRefreshTokenStore extends PostgresStore implements RefreshT
         next.familyId,
         next.clientId,
         JSON.stringify(next),
+        SPENT_TOKENS_KEPT,
       ],
     );
     const row = result.rows[0];
@@ -468,15 +536,19 @@ export class PostgresRefreshTokenStore extends PostgresStore implements RefreshT
 
   async revokeFamily(familyId: string): Promise<void> {
     if (!storable(familyId)) return;
-    await this.query(
-      "UPDATE portcullis_refresh_families SET current_hash = NULL WHERE family_id = $1",
+    // The family stays, ended, until it expires (its id cannot start again); its tokens go.
+    await this.change(
+      `WITH ended AS (
+         UPDATE portcullis_refresh_families SET current_hash = NULL WHERE family_id = $1
+         RETURNING family_id)
+       DELETE FROM portcullis_refresh_tokens t USING ended WHERE t.family_id = ended.family_id`,
       [familyId],
     );
   }
 
   /** Deletes the families that have expired, and their tokens; also a maintenance call for a scheduled job. */
   async prune(now = Date.now()): Promise<number> {
-    const result = await this.query(
+    const result = await this.change(
       `WITH tokens AS (DELETE FROM portcullis_refresh_tokens WHERE kept_until <= $1)
        DELETE FROM portcullis_refresh_families WHERE expires_at <= $1`,
       [Math.floor(now)],

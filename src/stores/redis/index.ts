@@ -4,7 +4,10 @@
  *
  * @module portcullis/stores/redis
  */
-export { RedisAuthorizationCodeStore } from "./authorization-code-store.ts";
+export {
+  RedisAuthorizationCodeStore,
+  type RedisAuthorizationCodeStoreOptions,
+} from "./authorization-code-store.ts";
 export { createRedisClient, guardRedisClient, type RedisClientSetup } from "./client.ts";
 export { RedisDeviceCodeStore, type RedisDeviceCodeStoreOptions } from "./device-code-store.ts";
 export { RedisGrantStore } from "./grant-store.ts";
@@ -19,7 +22,10 @@ export {
   type RedisRateLimitStoreOptions,
   type RedisScriptingClient,
 } from "./rate-limit-store.ts";
-export { RedisRefreshTokenStore } from "./refresh-token-store.ts";
+export {
+  RedisRefreshTokenStore,
+  type RedisRefreshTokenStoreOptions,
+} from "./refresh-token-store.ts";
 export { RedisReplayStore } from "./replay-store.ts";
 export type { ScriptedStoreOptions as RedisStoreOptions } from "./script.ts";
 export {
