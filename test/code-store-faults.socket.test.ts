@@ -65,7 +65,10 @@ afterAll(async () => {
   await Promise.allSettled([redis?.kill(), postgres?.kill()]);
 });
 
-function code(now: number): AuthorizationCodeRecord {
+// `works` probes the stores as a person of its own: a new code of the same client and person
+// replaces the earlier one, and new refresh families end the oldest, which would take what a
+// test keeps for its retry.
+function code(now: number, approvedBy = "alice"): AuthorizationCodeRecord {
   return {
     codeHash: `code-${crypto.randomUUID()}`,
     clientId: "https://client.example/meta.json",
@@ -74,17 +77,21 @@ function code(now: number): AuthorizationCodeRecord {
     resource: "https://api.example.com/mcp",
     scope: ["count"],
     grantId: "g",
-    approvedBy: "alice",
+    approvedBy,
     expiresAt: now + 60_000,
   };
 }
 
-function token(now: number, familyId = `family-${crypto.randomUUID()}`): RefreshTokenRecord {
+function token(
+  now: number,
+  familyId = `family-${crypto.randomUUID()}`,
+  approvedBy = "alice",
+): RefreshTokenRecord {
   return {
     tokenHash: `rt-${crypto.randomUUID()}`,
     familyId,
     clientId: "https://client.example/meta.json",
-    approvedBy: "alice",
+    approvedBy,
     grantId: "g",
     scope: ["count"],
     resource: "https://api.example.com/mcp",
@@ -127,12 +134,12 @@ async function works(name: string): Promise<void> {
     refresh: RefreshTokenStore;
   };
   const now = Date.now();
-  const record = code(now);
+  const record = code(now, "store-probe");
   await call(() => codes.create(record, now));
   expect((await call(() => codes.redeem(record.codeHash, now))).outcome).toBe("redeemed");
-  const first = token(now);
+  const first = token(now, undefined, "store-probe");
   await call(() => refresh.create(first, now));
-  const next = token(now, first.familyId);
+  const next = token(now, first.familyId, "store-probe");
   expect((await call(() => refresh.rotate(first.tokenHash, next, now))).outcome).toBe("rotated");
 }
 
