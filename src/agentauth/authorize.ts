@@ -8,6 +8,7 @@ import {
   StoreUnavailableError,
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
+import { html, htmlResponse } from "../core/html.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import {
   functionOptions,
@@ -521,11 +522,10 @@ async function errorPage(
 ): Promise<Response> {
   const custom = endpoint.setup.options.errorPage;
   if (custom !== undefined) return custom(request, { error, description });
-  const page = `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${escapeHtml(description)}</p>`;
-  return new Response(page, {
-    status: 400,
-    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
-  });
+  return htmlResponse(
+    html`<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${description}</p>`,
+    { status: 400 },
+  );
 }
 
 /** Never in a frame: a consent page another site frames can be clicked through (RFC 9700 §4.16). */
@@ -554,10 +554,6 @@ function redirectHostOf(uri: string): string {
   return url.protocol === "https:" || url.protocol === "http:"
     ? url.host
     : url.protocol.slice(0, -1);
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**
