@@ -7,6 +7,7 @@
  */
 import { decodeJwt } from "jose";
 import * as oauth from "oauth4webapi";
+import { DEFAULT_CSP_DIRECTIVES } from "portcullis";
 import { jwtSigner } from "portcullis/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -20,6 +21,7 @@ import {
   openAuthorize,
   pkce,
   postConsent,
+  signedInHeader,
   WEB,
   WEB_REDIRECT,
   XSS_CLIENT,
@@ -492,5 +494,120 @@ describe("framing", () => {
       expect(response.headers.get("cache-control")).toBe("no-store");
     }
     expect(answers.map((response) => response.status)).toEqual([200, 400, 303]);
+  });
+});
+
+/** A policy's directives by name. */
+function directives(policy: string | null): Record<string, string> {
+  return Object.fromEntries(
+    (policy ?? "")
+      .split(";")
+      .map((part) => part.trim())
+      .filter((part) => part !== "")
+      .map((part) => {
+        const [name, ...sources] = part.split(/\s+/);
+        return [name as string, sources.join(" ")];
+      }),
+  );
+}
+
+const DEFAULT_POLICY = Object.fromEntries(
+  Object.entries(DEFAULT_CSP_DIRECTIVES).map(([name, sources]) => [name, sources.join(" ")]),
+);
+
+describe("the pages' Content Security Policy", () => {
+  it("the consent page: the default policy, never framed, its form may reach only this site and the client", async () => {
+    const response = await openAuthorize(site, authorizeUrl(site, { challenge }));
+    expect(response.status).toBe(200);
+    expect(directives(response.headers.get("content-security-policy"))).toEqual({
+      ...DEFAULT_POLICY,
+      "frame-ancestors": "'none'",
+      "form-action": "'self' http://127.0.0.1:7777",
+    });
+    const web = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, clientId: WEB, redirectUri: WEB_REDIRECT }),
+    );
+    expect(directives(web.headers.get("content-security-policy"))["form-action"]).toBe(
+      "'self' https://app.example:8443",
+    );
+  });
+
+  it("a loopback redirect URI on another port: that port", async () => {
+    const response = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, redirectUri: "http://127.0.0.1:49153/callback" }),
+    );
+    expect(directives(response.headers.get("content-security-policy"))["form-action"]).toBe(
+      "'self' http://127.0.0.1:49153",
+    );
+  });
+
+  it("an app's own scheme, or an IPv6 loopback: the scheme (no CSP source names such a host)", async () => {
+    await site.clients.register({
+      clientId: "native-app",
+      public: true,
+      redirectUris: ["com.example.app:/callback", "http://[::1]:7777/callback"],
+    });
+    for (const [redirectUri, source] of [
+      ["com.example.app:/callback", "com.example.app:"],
+      ["http://[::1]:50001/callback", "http:"],
+    ] as const) {
+      const response = await openAuthorize(
+        site,
+        authorizeUrl(site, { challenge, clientId: "native-app", redirectUri }),
+      );
+      expect(response.status).toBe(200);
+      expect(directives(response.headers.get("content-security-policy"))["form-action"]).toBe(
+        `'self' ${source}`,
+      );
+    }
+  });
+
+  it("a consent page with a policy of its own keeps it, never framed, its forms let through to the client", async () => {
+    let policy = "";
+    const own = await codeSite({
+      authorizationCode: {
+        consentPage: () =>
+          new Response("<p>consent</p>", {
+            headers: { "content-type": "text/html", "content-security-policy": policy },
+          }),
+        signedInAt: signedInHeader,
+        signInPath: "/login",
+      },
+    });
+    try {
+      const shown = async (given: string) => {
+        policy = given;
+        const url = authorizeUrl(own, { challenge });
+        const response = await openAuthorize(own, url);
+        expect(response.status).toBe(200);
+        return response.headers.get("content-security-policy");
+      };
+      expect(await shown("default-src 'none'; form-action 'self'")).toBe(
+        "default-src 'none'; form-action 'self' http://127.0.0.1:7777; frame-ancestors 'none'",
+      );
+      expect(await shown("default-src 'none'; frame-ancestors 'self'")).toBe(
+        "default-src 'none'; frame-ancestors 'self'",
+      );
+      // Two policies: each that limits forms lets the redirect through; 'none' stays none.
+      expect(await shown("form-action 'self', script-src 'none'; FORM-ACTION 'none'")).toBe(
+        "form-action 'self' http://127.0.0.1:7777, script-src 'none'; FORM-ACTION 'none'; frame-ancestors 'none'",
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("the error page: the default policy, never framed, forms to this site only", async () => {
+    const response = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, clientId: "nobody" }),
+    );
+    expect(response.status).toBe(400);
+    expect(directives(response.headers.get("content-security-policy"))).toEqual({
+      ...DEFAULT_POLICY,
+      "frame-ancestors": "'none'",
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { defaultPolicyWith } from "../core/content-security-policy.ts";
 import { randomToken } from "../core/encoding.ts";
 import {
   AccessDeniedError,
@@ -17,6 +18,7 @@ import {
   rejectUnknownKeys,
 } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
+import { withHeaders } from "../core/response.ts";
 import { jwtSigner, jwtVerifier, type KeySet } from "../jwt/index.ts";
 import {
   type AuthorizationCodeStore,
@@ -222,13 +224,15 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
     verify: jwtVerifier({ ...common, clockToleranceSeconds: 0 }),
     url,
   };
+  const https = url.startsWith("https:");
   return async (request) => {
     if (request.method !== "GET" && request.method !== "POST") return methodNotAllowed("GET, POST");
     try {
-      return withoutFraming(
+      return asPage(
         request.method === "GET"
           ? await ask(endpoint, consent, request)
           : await answer(endpoint, consent, request),
+        https,
       );
     } catch (error) {
       // The chain's rule should have asked for a sign-in; without one, nobody is asked anything.
@@ -237,8 +241,9 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
       if (error instanceof StoreUnavailableError)
-        return withoutFraming(
+        return asPage(
           problemResponse(503, { detail: "Try again shortly.", headers: { "retry-after": "1" } }),
+          https,
         );
       reportError(runtime.onError, error, request);
       return problemResponse(500);
@@ -286,7 +291,7 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
       ...(checked.state === undefined ? {} : { state: checked.state }),
     },
   });
-  return setup.options.consentPage(request, {
+  const page = await setup.options.consentPage(request, {
     clientId: checked.client.clientId,
     ...(checked.client.name === undefined ? {} : { clientName: checked.client.name }),
     redirectHost: redirectHostOf(checked.redirectUri),
@@ -298,6 +303,7 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
     consentToken: signed.token,
     action: new URL(setup.path, runtime.urls.issuer).pathname,
   });
+  return asPage(page, consent.url.startsWith("https:"), formSourceOf(checked.redirectUri));
 }
 
 /** Step 2: the human's answer, with the consent token this human was given for this request. */
@@ -528,24 +534,61 @@ async function errorPage(
   );
 }
 
-/** Never in a frame: a consent page another site frames can be clicked through (RFC 9700 §4.16). */
-function withoutFraming(response: Response): Response {
-  const set = (headers: Headers) => {
+/**
+ * Every answer of the endpoint: never in a frame (a consent page another site
+ * frames can be clicked through, RFC 9700 §4.16), never cached, and, unless
+ * the page brings its own, the default Content Security Policy: the consent
+ * page shows names a client chose. Its form may post only here, and be
+ * redirected only to `formTarget`, the client's redirect URI (browsers hold a
+ * form's redirects to `form-action` too). A page's own policy keeps its rules,
+ * gains `frame-ancestors 'none'`, and `formTarget` where it limits forms.
+ */
+function asPage(response: Response, https: boolean, formTarget?: string): Response {
+  return withHeaders(response, (headers) => {
     headers.set("x-frame-options", "DENY");
-    const csp = headers.get("content-security-policy");
-    if (csp === null) headers.set("content-security-policy", "frame-ancestors 'none'");
-    else if (!/frame-ancestors/i.test(csp))
-      headers.set("content-security-policy", `${csp}; frame-ancestors 'none'`);
     headers.set("cache-control", "no-store");
-  };
-  try {
-    set(response.headers);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    set(copy.headers);
-    return copy;
-  }
+    const own = headers.get("content-security-policy");
+    headers.set(
+      "content-security-policy",
+      own === null
+        ? defaultPolicyWith(
+            {
+              "frame-ancestors": ["'none'"],
+              "form-action": formTarget === undefined ? ["'self'"] : ["'self'", formTarget],
+            },
+            https,
+          )
+        : withFramingAndForms(own, formTarget),
+    );
+  });
+}
+
+/** A page's own policy with `frame-ancestors 'none'` added when absent, and `formTarget` to each `form-action`. */
+function withFramingAndForms(policy: string, formTarget: string | undefined): string {
+  const policies = policy.split(",").map((one) =>
+    one
+      .split(";")
+      .map((directive) => {
+        const [name, ...sources] = directive.trim().split(/\s+/);
+        if (formTarget === undefined || name?.toLowerCase() !== "form-action") return directive;
+        if (sources.includes("'none'") || sources.includes(formTarget)) return directive;
+        return `${directive.trimEnd()} ${formTarget}`;
+      })
+      .join(";"),
+  );
+  const out = policies.join(",");
+  return /frame-ancestors/i.test(out) ? out : `${out}; frame-ancestors 'none'`;
+}
+
+/**
+ * The `form-action` source the consent form's redirect needs: the redirect
+ * URI's origin; for an app's own scheme, or a host a CSP source cannot name
+ * (an IPv6 literal), its scheme.
+ */
+function formSourceOf(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  const web = url.protocol === "https:" || url.protocol === "http:";
+  return web && /^[a-z0-9.-]+$/.test(url.hostname) ? url.origin : url.protocol;
 }
 
 /** The host the human goes back to, or the scheme of an app's own URI. */
