@@ -25,6 +25,7 @@ import {
   type AuthorizationRequest,
   type AuthorizationRequestPolicy,
   approverOf,
+  asksNoPage,
   authorizationRedirect,
   type ClientMetadataDocuments,
   type CodeGrantIssue,
@@ -37,6 +38,7 @@ import {
   type OAuthFailure,
   readOAuthParameters,
   refreshTokenTtlOption,
+  requestAfterSignIn,
 } from "../oauth2/index.ts";
 import { toolNames } from "./capabilities.ts";
 import { effectiveStatus, type Grant } from "./grants.ts";
@@ -257,19 +259,30 @@ interface Consent {
   readonly url: string;
 }
 
-/** Step 1: check the request, require a recent sign-in, show the consent page. */
+/**
+ * Step 1: check the request, require a recent sign-in (and one as recent as
+ * `prompt=login` or `max_age` ask), show the consent page. `prompt=none`
+ * never shows a page: the answer goes back to the client instead.
+ */
 async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Request) {
   const { runtime, setup } = endpoint;
   const query = new URL(request.url).searchParams;
+  const person = personOf(request);
+  // Nobody signed in: to the sign-in page and back, nothing looked up for an anonymous visitor;
+  // only a request that forbids the page needs its checks, to answer login_required.
+  if (person === undefined && !asksNoPage(query)) {
+    const forced = query.has("max_age") || query.getAll("prompt").some(hasLogin);
+    return toSignIn(endpoint, forced ? requestAfterSignIn(query, runtime.now()) : query, false);
+  }
   const checked = await checkAuthorizationRequest(query, endpoint.policy);
   if ("error" in checked) return refusal(endpoint, request, checked);
-  const approver = approverOf(request);
-  const stale = signInAgain(
-    endpoint,
-    request,
-    `${new URL(setup.path, runtime.urls.issuer).pathname}?${query}`,
-  );
-  if (stale !== undefined) return stale;
+  const noPage = checked.prompt.includes("none");
+  if (person === undefined || !signedInRecently(endpoint, request, checked.signedInAfter)) {
+    if (noPage)
+      return back(runtime, checked.redirectUri, checked.state, "login_required", "sign-in needed");
+    const after = checked.signedInAfter;
+    return toSignIn(endpoint, after === undefined ? query : requestAfterSignIn(query, after), true);
+  }
   const capabilities = askedCapabilities(runtime, checked);
   if (capabilities.length === 0)
     return back(
@@ -279,8 +292,11 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
       "invalid_scope",
       "nothing asked for is served at this resource",
     );
+  // Consent is never remembered: every approval is asked for, so without a page there is none.
+  if (noPage)
+    return back(runtime, checked.redirectUri, checked.state, "consent_required", "consent needed");
   const signed = await consent.sign({
-    subject: approver,
+    subject: person,
     audience: consent.url,
     claims: {
       client_id: checked.client.clientId,
@@ -289,6 +305,7 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
       scope: capabilities.join(" "),
       resource: checked.resource,
       ...(checked.state === undefined ? {} : { state: checked.state }),
+      ...(checked.signedInAfter === undefined ? {} : { signed_in_after: checked.signedInAfter }),
     },
   });
   const page = await setup.options.consentPage(request, {
@@ -323,14 +340,12 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
       "the consent form has expired or is incomplete; start again from the application",
     );
   // The client must still be what it was, and the redirect URI still its own.
-  const checked = await checkAuthorizationRequest(authorizeQuery(claims), endpoint.policy);
+  const asked = authorizeQuery(claims);
+  const checked = await checkAuthorizationRequest(asked, endpoint.policy);
   if ("error" in checked) return refusal(endpoint, request, checked);
-  const stale = signInAgain(
-    endpoint,
-    request,
-    `${new URL(consent.url).pathname}?${authorizeQuery(claims)}`,
-  );
-  if (stale !== undefined) return stale;
+  // A sign-in as recent as the page asked for: one older than the request never answers.
+  if (!signedInRecently(endpoint, request, checked.signedInAfter))
+    return toSignIn(endpoint, asked, true);
   // One answer per consent token: a second post of the same form approves nothing.
   const fresh = await runtime.store(() =>
     runtime.replay.setIfAbsent(`consent:${claims.jti}`, (claims.exp + 60) * 1000, runtime.now()),
@@ -391,6 +406,8 @@ interface ConsentClaims {
   readonly scope: string;
   readonly resource: string;
   readonly state?: string;
+  /** The time (epoch ms) a sign-in must come after, when the request asked for a recent one. */
+  readonly signed_in_after?: number;
 }
 
 async function readConsent(
@@ -405,6 +422,8 @@ async function readConsent(
     if (claims.sub !== approver || fields.some((name) => typeof claims[name] !== "string"))
       return undefined;
     if (claims.state !== undefined && typeof claims.state !== "string") return undefined;
+    const after = claims.signed_in_after;
+    if (after !== undefined && !Number.isSafeInteger(after)) return undefined;
     return claims as unknown as ConsentClaims;
   } catch (error) {
     if (error instanceof JwtInvalidError) return undefined;
@@ -414,7 +433,7 @@ async function readConsent(
 
 /** The authorization request a consent token stands for, as a query. */
 function authorizeQuery(claims: ConsentClaims): URLSearchParams {
-  return new URLSearchParams({
+  const query = new URLSearchParams({
     response_type: "code",
     client_id: claims.client_id,
     redirect_uri: claims.redirect_uri,
@@ -424,6 +443,8 @@ function authorizeQuery(claims: ConsentClaims): URLSearchParams {
     resource: claims.resource,
     ...(claims.state === undefined ? {} : { state: claims.state }),
   });
+  const after = claims.signed_in_after;
+  return after === undefined ? query : requestAfterSignIn(query, after);
 }
 
 /** The capabilities asked for that are served at the resource; none asked, all of its scopes. */
@@ -472,22 +493,53 @@ async function createGrant(
   return grant;
 }
 
-/** A stale sign-in goes to sign in again, and comes back to `back`. */
-function signInAgain(
+/** The signed-in person, or `undefined`; a client's own credentials are refused (`AccessDeniedError`). */
+function personOf(request: Request): string | undefined {
+  try {
+    return approverOf(request);
+  } catch (error) {
+    if (error instanceof AuthenticationRequiredError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Whether this request's person signed in recently enough to approve: within
+ * `maxSignInAgeSeconds`, and after the time the authorization request asks a
+ * sign-in to come after (`prompt=login`, `max_age`).
+ */
+function signedInRecently(
   endpoint: AuthorizeEndpoint,
   request: Request,
-  back: string,
-): Response | undefined {
-  const { setup, runtime } = endpoint;
-  const at = setup.options.signedInAt(request);
-  if (at !== undefined && runtime.now() - at <= setup.maxSignInAgeMs) return undefined;
+  signedInAfter: number | undefined,
+): boolean {
+  const at = endpoint.setup.options.signedInAt(request);
+  return (
+    at !== undefined &&
+    endpoint.runtime.now() - at <= endpoint.setup.maxSignInAgeMs &&
+    (signedInAfter === undefined || at > signedInAfter)
+  );
+}
+
+/**
+ * To the sign-in page, and back to the authorization request `query`;
+ * `again` tells the page that a person already signed in must sign in anew
+ * (a sign-in too old, or a request asking for a fresh one).
+ */
+function toSignIn(endpoint: AuthorizeEndpoint, query: URLSearchParams, again: boolean): Response {
+  const { setup } = endpoint;
+  const back = `${new URL(setup.path, endpoint.runtime.urls.issuer).pathname}?${query}`;
   return new Response(null, {
     status: 303,
     headers: {
-      location: `${setup.options.signInPath}?again&next=${encodeURIComponent(back)}`,
+      location: `${setup.options.signInPath}?${again ? "again&" : ""}next=${encodeURIComponent(back)}`,
       "cache-control": "no-store",
     },
   });
+}
+
+function hasLogin(prompt: string): boolean {
+  return prompt.split(" ").includes("login");
 }
 
 function refusal(
