@@ -109,7 +109,9 @@ beforeAll(async () => {
             match("GET", "/login").permitAll(),
             match("GET", "/.well-known/**").permitAll(),
             match("POST", "/oauth/token").permitAll(),
-            match(["GET", "POST"], AUTHORIZE_PATH).authenticated(),
+            // As the guide mounts it: the endpoint sends to sign in itself, prompt=none included.
+            match("GET", AUTHORIZE_PATH).permitAll(),
+            match("POST", AUTHORIZE_PATH).authenticated(),
             match(["POST", "GET", "DELETE"], "/mcp").permitAll(),
           ]),
         },
@@ -218,9 +220,9 @@ describe("the authorization endpoint behind the chain", () => {
     const { verifier, challenge } = await pkce();
     const state = oauth.generateRandomState();
     const url = authorizeUrl(site, { challenge, state, scope: "read_notes" });
-    // Not signed in: the chain's sign-in redirect, not the endpoint.
+    // Not signed in: to the sign-in page, and back.
     const first = await b.go(url);
-    expect([302, 303]).toContain(first.status);
+    expect(first.status).toBe(303);
     const signInAt = new URL(first.headers.get("location") as string, site.base);
     expect(signInAt.pathname).toBe("/login");
     const shownBefore = consents.length;
@@ -258,6 +260,31 @@ describe("the authorization endpoint behind the chain", () => {
       ),
     );
     expect(await mcpStatus(site, tokens.access_token)).toBe(200);
+  });
+
+  it("prompt=none from a browser not signed in: login_required back to the client, no page", async () => {
+    const b = browser();
+    const { challenge } = await pkce();
+    const state = oauth.generateRandomState();
+    const url = authorizeUrl(site, { challenge, state, scope: "read_notes" });
+    url.searchParams.set("prompt", "none");
+    const shown = consents.length;
+    const answer = await b.go(url);
+    expect(answer.status).toBe(303);
+    const callback = new URL(answer.headers.get("location") as string);
+    expect(`${callback.origin}${callback.pathname}`).toBe(LOOPBACK_REDIRECT);
+    expect(() =>
+      oauth.validateAuthResponse(site.as, { client_id: DESKTOP }, callback, state),
+    ).toThrow(expect.objectContaining({ error: "login_required" }));
+    expect(consents.length).toBe(shown);
+    // Signed in, it is still no page: consent is asked for every time.
+    await signIn(
+      b,
+      (await b.go(authorizeUrl(site, { challenge }))).headers.get("location") as string,
+    );
+    const signedIn = new URL((await b.go(url)).headers.get("location") as string);
+    expect(signedIn.searchParams.get("error")).toBe("consent_required");
+    expect(consents.length).toBe(shown);
   });
 
   it("refuses a consent POST without the CSRF token (403 from the chain), and nothing is issued", async () => {

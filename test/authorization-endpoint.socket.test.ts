@@ -3,10 +3,13 @@
  * client's redirect URI (with `state` and `iss`) and what only to an error
  * page (no redirect while the client or the URI is in doubt), and the
  * consent: who may answer it, how recent their sign-in, once, and never in
- * a frame.
+ * a frame; `prompt`, `max_age`, request objects and `response_mode` as
+ * openid-client sends them.
  */
 import { decodeJwt } from "jose";
 import * as oauth from "oauth4webapi";
+import * as oidc from "openid-client";
+import { DEFAULT_CSP_DIRECTIVES } from "portcullis";
 import { jwtSigner } from "portcullis/jwt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -20,6 +23,7 @@ import {
   openAuthorize,
   pkce,
   postConsent,
+  signedInHeader,
   WEB,
   WEB_REDIRECT,
   XSS_CLIENT,
@@ -224,9 +228,26 @@ describe("requests with a good client and redirect URI: errors go back with stat
   });
 
   it("invalid_request for a repeated parameter", async () => {
-    for (const name of ["scope", "state", "code_challenge", "response_type", "resource"]) {
+    const extra: Record<string, string> = {
+      prompt: "consent",
+      max_age: "60",
+      response_mode: "query",
+      request: "e30.e30.e30",
+      request_uri: "urn:ietf:params:oauth:request_uri:x",
+      signed_in_after: "1",
+    };
+    for (const name of [
+      "scope",
+      "state",
+      "code_challenge",
+      "response_type",
+      "resource",
+      ...Object.keys(extra),
+    ]) {
       const url = authorizeUrl(site, { challenge, scope: "read_notes", state: "s8" });
-      url.searchParams.append(name, url.searchParams.get(name) as string);
+      const value = extra[name] ?? (url.searchParams.get(name) as string);
+      url.searchParams.set(name, value);
+      url.searchParams.append(name, value);
       const location = expectRedirectError(
         await openAuthorize(site, url),
         "invalid_request",
@@ -277,12 +298,17 @@ describe("requests with a good client and redirect URI: errors go back with stat
 });
 
 describe("who may consent", () => {
-  it("no human signed in: 401, no consent page", async () => {
+  it("no human signed in: sent to sign in and back (the client not yet looked up), and no answer taken", async () => {
     const shown = site.consents.length;
-    const response = await openAuthorize(site, authorizeUrl(site, { challenge }), {
-      human: undefined,
-    });
-    expect(response.status).toBe(401);
+    const url = authorizeUrl(site, { challenge, state: "anon" });
+    const response = await openAuthorize(site, url, { human: undefined });
+    expect(response.status).toBe(303);
+    const location = new URL(response.headers.get("location") as string, site.base);
+    expect(location.pathname).toBe("/login");
+    expect(location.searchParams.has("again")).toBe(false);
+    const next = new URL(location.searchParams.get("next") as string, site.base);
+    expect(next.pathname).toBe(AUTHORIZE_PATH);
+    expect(Object.fromEntries(next.searchParams)).toEqual(Object.fromEntries(url.searchParams));
     expect(site.consents.length).toBe(shown);
     const consent = await consentFor(site, { challenge });
     const before = await grantsOfAlice();
@@ -418,6 +444,52 @@ describe("who may consent", () => {
     ]);
   });
 
+  it("a consent token's sign-in bound: only a time, and a sign-in after it answers", async () => {
+    const consent = await consentFor(site, { challenge, state: "bound" });
+    const { iss, sub, iat, exp, jti, aud, ...rest } = decodeJwt(consent.consentToken);
+    const forge = async (bound: unknown) =>
+      (
+        await jwtSigner({
+          keys: site.agents.keys,
+          typ: "portcullis-consent+jwt",
+          issuer: site.base,
+          now: site.now,
+          ttlSeconds: 600,
+        })({
+          subject: "alice",
+          audience: aud as string,
+          claims: { ...rest, signed_in_after: bound },
+        })
+      ).token;
+    const before = await grantsOfAlice();
+    for (const bound of ["0", 1.5, -1e30, null])
+      await expectErrorPage(
+        await postConsent(site, { consent: await forge(bound), action: "approve" }),
+      );
+    const bound = site.now() - 10_000;
+    const token = await forge(bound);
+    signInRedirect(
+      await postConsent(site, { consent: token, action: "approve" }, { signedInAt: bound - 1 }),
+    );
+    expect(await grantsOfAlice()).toBe(before);
+    const answer = await postConsent(
+      site,
+      { consent: token, action: "approve" },
+      { signedInAt: bound + 1 },
+    );
+    expect(answer.status).toBe(303);
+    expect(new URL(answer.headers.get("location") as string).searchParams.get("code")).toEqual(
+      expect.any(String),
+    );
+    expect([iss, sub, typeof iat, typeof exp, typeof jti]).toEqual([
+      site.base,
+      "alice",
+      "number",
+      "number",
+      "string",
+    ]);
+  });
+
   it("a token that is not a consent token (an access token) is refused", async () => {
     const response = await fetch(`${site.base}/oauth/token`, {
       method: "POST",
@@ -494,3 +566,427 @@ describe("framing", () => {
     expect(answers.map((response) => response.status)).toEqual([200, 400, 303]);
   });
 });
+
+/** A policy's directives by name. */
+function directives(policy: string | null): Record<string, string> {
+  return Object.fromEntries(
+    (policy ?? "")
+      .split(";")
+      .map((part) => part.trim())
+      .filter((part) => part !== "")
+      .map((part) => {
+        const [name, ...sources] = part.split(/\s+/);
+        return [name as string, sources.join(" ")];
+      }),
+  );
+}
+
+const DEFAULT_POLICY = Object.fromEntries(
+  Object.entries(DEFAULT_CSP_DIRECTIVES).map(([name, sources]) => [name, sources.join(" ")]),
+);
+
+describe("the pages' Content Security Policy", () => {
+  it("the consent page: the default policy, never framed, its form may reach only this site and the client", async () => {
+    const response = await openAuthorize(site, authorizeUrl(site, { challenge }));
+    expect(response.status).toBe(200);
+    expect(directives(response.headers.get("content-security-policy"))).toEqual({
+      ...DEFAULT_POLICY,
+      "frame-ancestors": "'none'",
+      "form-action": "'self' http://127.0.0.1:7777",
+    });
+    const web = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, clientId: WEB, redirectUri: WEB_REDIRECT }),
+    );
+    expect(directives(web.headers.get("content-security-policy"))["form-action"]).toBe(
+      "'self' https://app.example:8443",
+    );
+  });
+
+  it("a loopback redirect URI on another port: that port", async () => {
+    const response = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, redirectUri: "http://127.0.0.1:49153/callback" }),
+    );
+    expect(directives(response.headers.get("content-security-policy"))["form-action"]).toBe(
+      "'self' http://127.0.0.1:49153",
+    );
+  });
+
+  it("an app's own scheme, or an IPv6 loopback: the scheme (no CSP source names such a host)", async () => {
+    await site.clients.register({
+      clientId: "native-app",
+      public: true,
+      redirectUris: ["com.example.app:/callback", "http://[::1]:7777/callback"],
+    });
+    for (const [redirectUri, source] of [
+      ["com.example.app:/callback", "com.example.app:"],
+      ["http://[::1]:50001/callback", "http:"],
+    ] as const) {
+      const response = await openAuthorize(
+        site,
+        authorizeUrl(site, { challenge, clientId: "native-app", redirectUri }),
+      );
+      expect(response.status).toBe(200);
+      expect(directives(response.headers.get("content-security-policy"))["form-action"]).toBe(
+        `'self' ${source}`,
+      );
+    }
+  });
+
+  it("a consent page with a policy of its own keeps it, never framed, its forms let through to the client", async () => {
+    let policy = "";
+    const own = await codeSite({
+      authorizationCode: {
+        consentPage: () =>
+          new Response("<p>consent</p>", {
+            headers: { "content-type": "text/html", "content-security-policy": policy },
+          }),
+        signedInAt: signedInHeader,
+        signInPath: "/login",
+      },
+    });
+    try {
+      const shown = async (given: string) => {
+        policy = given;
+        const url = authorizeUrl(own, { challenge });
+        const response = await openAuthorize(own, url);
+        expect(response.status).toBe(200);
+        return response.headers.get("content-security-policy");
+      };
+      expect(await shown("default-src 'none'; form-action 'self'")).toBe(
+        "default-src 'none'; form-action 'self' http://127.0.0.1:7777; frame-ancestors 'none'",
+      );
+      expect(await shown("default-src 'none'; frame-ancestors 'self'")).toBe(
+        "default-src 'none'; frame-ancestors 'self'",
+      );
+      // Two policies: each that limits forms lets the redirect through; 'none' stays none.
+      expect(await shown("form-action 'self', script-src 'none'; FORM-ACTION 'none'")).toBe(
+        "form-action 'self' http://127.0.0.1:7777, script-src 'none'; FORM-ACTION 'none'; frame-ancestors 'none'",
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
+  it("the error page: the default policy, never framed, forms to this site only", async () => {
+    const response = await openAuthorize(
+      site,
+      authorizeUrl(site, { challenge, clientId: "nobody" }),
+    );
+    expect(response.status).toBe(400);
+    expect(directives(response.headers.get("content-security-policy"))).toEqual({
+      ...DEFAULT_POLICY,
+      "frame-ancestors": "'none'",
+    });
+  });
+});
+
+/** openid-client as the public desktop client, from the server's metadata. */
+function desktopClient(): Promise<oidc.Configuration> {
+  return oidc.discovery(new URL(site.base), DESKTOP, undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+    algorithm: "oauth2",
+  });
+}
+
+/** The authorization URL openid-client builds with `extra` beside the usual parameters. */
+async function clientUrl(extra: Record<string, string>, state = oidc.randomState()) {
+  const config = await desktopClient();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: LOOPBACK_REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    resource: site.mcpUrl,
+    state,
+    ...extra,
+  });
+  return { config, url, state };
+}
+
+/** The error openid-client reads from the redirect back (it checks state and iss). */
+async function clientError(
+  config: oidc.Configuration,
+  response: Response,
+  state: string,
+): Promise<{ error: string; description?: string }> {
+  expect(response.status).toBe(303);
+  const callback = new URL(response.headers.get("location") as string);
+  expect(`${callback.origin}${callback.pathname}`).toBe(LOOPBACK_REDIRECT);
+  expect(callback.searchParams.has("code")).toBe(false);
+  try {
+    await oidc.authorizationCodeGrant(config, callback, {
+      expectedState: state,
+      pkceCodeVerifier: "v".repeat(43),
+    });
+  } catch (error) {
+    if (error instanceof oidc.AuthorizationResponseError)
+      return {
+        error: error.error,
+        ...(error.error_description === undefined ? {} : { description: error.error_description }),
+      };
+    throw error;
+  }
+  throw new Error("the client was not sent an error");
+}
+
+/** A 303 to the sign-in page: its `again`, and the authorization request it comes back to. */
+function signInRedirect(response: Response): { again: boolean; next: URL } {
+  expect(response.status).toBe(303);
+  const location = new URL(response.headers.get("location") as string, site.base);
+  expect(location.pathname).toBe("/login");
+  const next = new URL(location.searchParams.get("next") as string, site.base);
+  expect(next.pathname).toBe(AUTHORIZE_PATH);
+  return { again: location.searchParams.has("again"), next };
+}
+
+describe("prompt (OpenID Connect Core §3.1.2.1)", () => {
+  it("none, nobody signed in: login_required back to the client, no page", async () => {
+    const shown = site.consents.length;
+    const { config, url, state } = await clientUrl({ prompt: "none" });
+    const response = await openAuthorize(site, url, { human: undefined });
+    expect(await clientError(config, response, state)).toMatchObject({ error: "login_required" });
+    expect(site.consents.length).toBe(shown);
+  });
+
+  it("none, signed in too long ago (the house's bound, or max_age): login_required", async () => {
+    const { config, url, state } = await clientUrl({ prompt: "none" });
+    const stale = await openAuthorize(site, url, { signedInAt: site.now() - 601_000 });
+    expect((await clientError(config, stale, state)).error).toBe("login_required");
+    const aged = await clientUrl({ prompt: "none", max_age: "60" });
+    const older = await openAuthorize(site, aged.url, { signedInAt: site.now() - 61_000 });
+    expect((await clientError(aged.config, older, aged.state)).error).toBe("login_required");
+  });
+
+  it("none, signed in: consent_required (every approval is asked for), no page, nothing granted", async () => {
+    const shown = site.consents.length;
+    const before = await grantsOfAlice();
+    // Even after this client was approved for the same: consent is never remembered.
+    await approvedCallbackFor({});
+    const { config, url, state } = await clientUrl({ prompt: "none" });
+    const response = await openAuthorize(site, url);
+    expect((await clientError(config, response, state)).error).toBe("consent_required");
+    expect(site.consents.length).toBe(shown + 1);
+    expect(await grantsOfAlice()).toBe(before + 1);
+  });
+
+  it("none, for a request that fails a check first: that check's error", async () => {
+    const { config, url, state } = await clientUrl({ prompt: "none", scope: "delete_all" });
+    const response = await openAuthorize(site, url, { human: undefined });
+    expect((await clientError(config, response, state)).error).toBe("invalid_scope");
+  });
+
+  it("none, for a client or redirect URI in doubt: the error page, never a redirect", async () => {
+    const { url } = await clientUrl({ prompt: "none" });
+    url.searchParams.set("redirect_uri", "https://evil.example/callback");
+    await expectErrorPage(await openAuthorize(site, url, { human: undefined }));
+  });
+
+  it("none beside another value, or a value not defined: invalid_request", async () => {
+    for (const prompt of ["none login", "consent none", "none bogus", "bogus", "login create"]) {
+      const { config, url, state } = await clientUrl({ prompt });
+      const response = await openAuthorize(site, url);
+      expect((await clientError(config, response, state)).error).toBe("invalid_request");
+    }
+  });
+
+  it("a repeated prompt: invalid_request", async () => {
+    const { config, url, state } = await clientUrl({ prompt: "login" });
+    url.searchParams.append("prompt", "consent");
+    expect((await clientError(config, await openAuthorize(site, url), state)).error).toBe(
+      "invalid_request",
+    );
+  });
+
+  it("select_account: account_selection_required (the signed-in person is the account)", async () => {
+    const { config, url, state } = await clientUrl({ prompt: "select_account" });
+    const response = await openAuthorize(site, url);
+    expect((await clientError(config, response, state)).error).toBe("account_selection_required");
+  });
+
+  it("consent: the consent page, as always", async () => {
+    const shown = site.consents.length;
+    const { url } = await clientUrl({ prompt: "consent" });
+    expect((await openAuthorize(site, url)).status).toBe(200);
+    expect(site.consents.length).toBe(shown + 1);
+  });
+
+  it("login: a sign-in newer than the request first, then the consent, which an older sign-in cannot answer", async () => {
+    const shown = site.consents.length;
+    const { url, state } = await clientUrl({ prompt: "login consent" });
+    const requestedAt = site.now();
+    // Signed in a moment ago: still sent to sign in again.
+    const first = signInRedirect(await openAuthorize(site, url, { signedInAt: requestedAt - 1 }));
+    expect(first.again).toBe(true);
+    expect(first.next.searchParams.get("prompt")).toBe("consent");
+    expect(first.next.searchParams.get("state")).toBe(state);
+    expect(site.consents.length).toBe(shown);
+    // Back with the same sign-in: sent again; never a loop once signed in anew.
+    signInRedirect(await openAuthorize(site, first.next, { signedInAt: requestedAt - 1 }));
+    const signedIn = site.now() + 1;
+    const shownAfter = await openAuthorize(site, first.next, { signedInAt: signedIn });
+    expect(shownAfter.status).toBe(200);
+    const consent = (await shownAfter.json()) as { consentToken: string };
+    // The answer needs that newer sign-in too.
+    const before = await grantsOfAlice();
+    const old = await postConsent(
+      site,
+      { consent: consent.consentToken, action: "approve" },
+      { signedInAt: requestedAt - 1 },
+    );
+    const again = signInRedirect(old);
+    expect(again.again).toBe(true);
+    expect(again.next.searchParams.get("state")).toBe(state);
+    expect(await grantsOfAlice()).toBe(before);
+    const answer = await postConsent(
+      site,
+      { consent: consent.consentToken, action: "approve" },
+      { signedInAt: signedIn },
+    );
+    expect(answer.status).toBe(303);
+    expect(new URL(answer.headers.get("location") as string).searchParams.get("code")).toEqual(
+      expect.any(String),
+    );
+    expect(await grantsOfAlice()).toBe(before + 1);
+  });
+
+  it("login, nobody signed in: one sign-in is enough", async () => {
+    const { url } = await clientUrl({ prompt: "login" });
+    const first = signInRedirect(await openAuthorize(site, url, { human: undefined }));
+    expect(first.again).toBe(false);
+    expect(first.next.searchParams.has("prompt")).toBe(false);
+    expect((await openAuthorize(site, first.next, { signedInAt: site.now() + 1 })).status).toBe(
+      200,
+    );
+  });
+});
+
+describe("max_age (OpenID Connect Core §3.1.2.1)", () => {
+  it("a sign-in older than max_age: sign in again, then the consent", async () => {
+    const { url } = await clientUrl({ max_age: "60" });
+    expect((await openAuthorize(site, url, { signedInAt: site.now() - 30_000 })).status).toBe(200);
+    const requestedAt = site.now();
+    const first = signInRedirect(
+      await openAuthorize(site, url, { signedInAt: requestedAt - 61_000 }),
+    );
+    expect(first.again).toBe(true);
+    expect(first.next.searchParams.has("max_age")).toBe(false);
+    // Signed in again, however long the way back took.
+    expect((await openAuthorize(site, first.next, { signedInAt: site.now() + 1 })).status).toBe(
+      200,
+    );
+    signInRedirect(await openAuthorize(site, first.next, { signedInAt: requestedAt - 61_000 }));
+  });
+
+  it("max_age=0: a sign-in every time, like prompt=login", async () => {
+    const { url } = await clientUrl({ max_age: "0" });
+    const requestedAt = site.now();
+    const first = signInRedirect(await openAuthorize(site, url, { signedInAt: requestedAt }));
+    expect(first.again).toBe(true);
+    expect((await openAuthorize(site, first.next, { signedInAt: site.now() + 1 })).status).toBe(
+      200,
+    );
+  });
+
+  it("a malformed max_age: invalid_request", async () => {
+    for (const maxAge of ["-1", "1.5", "1e3", "sixty", " 60", "12345678901"]) {
+      const { config, url, state } = await clientUrl({ max_age: maxAge });
+      const response = await openAuthorize(site, url);
+      expect((await clientError(config, response, state)).error, maxAge).toBe("invalid_request");
+    }
+  });
+
+  it("a sign-in bound in the request's future (written by hand): invalid_request", async () => {
+    const plain = new Set((await clientUrl({})).url.searchParams.keys());
+    const first = signInRedirect(
+      await openAuthorize(site, (await clientUrl({ prompt: "login" })).url),
+    );
+    // The parameter the endpoint added to carry the request's time through the sign-in.
+    const added = [...first.next.searchParams.keys()].filter((key) => !plain.has(key));
+    expect(added).toHaveLength(1);
+    const { config, url, state } = await clientUrl({
+      [added[0] as string]: String(site.now() + 3_600_000),
+    });
+    expect((await clientError(config, await openAuthorize(site, url), state)).error).toBe(
+      "invalid_request",
+    );
+  });
+});
+
+describe("request objects (RFC 9101): not supported, and said so", () => {
+  it("request, as openid-client sends a JAR: an error page (where to answer is only inside it)", async () => {
+    const config = await desktopClient();
+    const { privateKey } = await oidc.randomDPoPKeyPair("ES256");
+    const url = await oidc.buildAuthorizationUrlWithJAR(
+      config,
+      {
+        redirect_uri: LOOPBACK_REDIRECT,
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+        state: "jar",
+      },
+      privateKey,
+    );
+    expect(url.searchParams.has("request")).toBe(true);
+    const page = await expectErrorPage(await openAuthorize(site, url));
+    expect(page).toContain("request objects are not supported");
+  });
+
+  it("request beside the plain parameters: request_not_supported back to the client", async () => {
+    const config = await desktopClient();
+    const { privateKey } = await oidc.randomDPoPKeyPair("ES256");
+    const jar = await oidc.buildAuthorizationUrlWithJAR(config, { state: "x" }, privateKey);
+    const { url, state } = await clientUrl({
+      request: jar.searchParams.get("request") as string,
+    });
+    expect((await clientError(config, await openAuthorize(site, url), state)).error).toBe(
+      "request_not_supported",
+    );
+  });
+
+  it("request_uri: request_uri_not_supported; both: invalid_request", async () => {
+    const uri = { request_uri: "urn:ietf:params:oauth:request_uri:abc" };
+    const one = await clientUrl(uri);
+    expect(
+      (await clientError(one.config, await openAuthorize(site, one.url), one.state)).error,
+    ).toBe("request_uri_not_supported");
+    const both = await clientUrl({ ...uri, request: "e30.e30.e30" });
+    expect(
+      (await clientError(both.config, await openAuthorize(site, both.url), both.state)).error,
+    ).toBe("invalid_request");
+  });
+
+  it("the metadata says so, and names the response modes and prompt values served", async () => {
+    const metadata = await (
+      await fetch(`${site.base}/.well-known/oauth-authorization-server`)
+    ).json();
+    expect(metadata).toMatchObject({
+      request_parameter_supported: false,
+      request_uri_parameter_supported: false,
+      response_modes_supported: ["query"],
+      prompt_values_supported: ["none", "login", "consent"],
+    });
+  });
+});
+
+describe("response_mode", () => {
+  it("query (the code's default): the consent page", async () => {
+    const { url } = await clientUrl({ response_mode: "query" });
+    expect((await openAuthorize(site, url)).status).toBe(200);
+  });
+
+  it("anything else: invalid_request, in the query", async () => {
+    for (const mode of ["fragment", "form_post", "query.jwt", "jwt", "web_message", "QUERY"]) {
+      const { config, url, state } = await clientUrl({ response_mode: mode });
+      const response = await openAuthorize(site, url);
+      expect((await clientError(config, response, state)).error, mode).toBe("invalid_request");
+    }
+  });
+});
+
+/** Authorize and approve as alice, for the desktop client. */
+async function approvedCallbackFor(params: { scope?: string }) {
+  const consent = await consentFor(site, { challenge, ...params });
+  const answer = await postConsent(site, { consent: consent.consentToken, action: "approve" });
+  expect(answer.status).toBe(303);
+}

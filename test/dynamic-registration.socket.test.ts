@@ -273,6 +273,11 @@ describe("dynamic client registration", () => {
       "invalid_redirect_uri",
     ],
     [
+      "a host a browser reads other than a DNS name",
+      { redirect_uris: ["https://app;x.example/cb"] },
+      "invalid_redirect_uri",
+    ],
+    [
       "client_secret_basic",
       { ...goodMetadata, token_endpoint_auth_method: "client_secret_basic" },
       "invalid_client_metadata",
@@ -314,6 +319,24 @@ describe("dynamic client registration", () => {
     const answer = await register(at, metadata);
     expect(answer.status).toBe(400);
     expect(answer.body.error).toBe(error);
+    expect(answer.body.client_id).toBeUndefined();
+  });
+
+  // RFC 8252 §7.1: a private-use scheme is a reversed domain name, and none may pass for http(s).
+  it.each([
+    "https2://evil.example/cb",
+    "HTTPS2://evil.example/cb",
+    "http-s://evil.example/cb",
+    "httpx://evil.example/cb",
+    "http+s://evil.example/cb",
+    "https.evil.example:/cb",
+    "myapp:/callback",
+    "desk://callback",
+  ])("refuses the private-use scheme of %s with 400 invalid_redirect_uri", async (uri) => {
+    const at = await site({});
+    const answer = await register(at, { redirect_uris: ["com.example.desk:/callback", uri] });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toBe("invalid_redirect_uri");
     expect(answer.body.client_id).toBeUndefined();
   });
 

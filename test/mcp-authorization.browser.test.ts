@@ -3,7 +3,8 @@
  * over a real socket: the MCP SDK's own client and `auth()` flow (both lines),
  * Debian's Chromium signing in and answering the consent page, refresh after
  * the access token expired, revocation on /agents; and the consent page's
- * defences (CSRF, framing, a hostile client name, a stale sign-in, a denial).
+ * defences (CSRF, framing, a hostile client name, a stale sign-in, a denial,
+ * the Content Security Policy that holds when a page forgets to escape).
  */
 import type { ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
@@ -29,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createExampleHandler, type ExampleOptions } from "../examples/hono/app.ts";
 import { launchChromium } from "./browser.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { authorizeUrl, codeSite, pkce, XSS_CLIENT, XSS_NAME } from "./support/code-flow.ts";
 import { runExampleScript } from "./support/example-script.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -306,7 +308,12 @@ describe("the example's consent page", () => {
     const shown = await page.goto(page.url());
     const headers = shown?.headers() ?? {};
     expect(headers["x-frame-options"]).toBe("DENY");
-    expect(headers["content-security-policy"]).toMatch(/frame-ancestors 'none'/);
+    const policy = headers["content-security-policy"];
+    expect(policy).toMatch(/frame-ancestors 'none'/);
+    // The whole policy of every other page, not just its framing rule.
+    for (const rule of ["script-src 'self'", "object-src 'none'", "base-uri 'self'"])
+      expect(policy).toContain(rule);
+    expect(policy).toContain(`form-action 'self' ${new URL(redirectUrl).origin}`);
     const consent = await page.locator('input[name="consent"]').inputValue();
     const forged = await page.request.post(`${base}/oauth/authorize`, {
       form: { consent, action: "approve" },
@@ -445,6 +452,65 @@ describe("the example's consent page", () => {
     expect(shown?.status()).toBe(400);
     expect(new URL(page.url()).origin).toBe(base);
     await expect(page.locator("#outcome").textContent()).resolves.toContain("cannot be answered");
+  });
+});
+
+describe("the consent page's Content Security Policy in Chromium", () => {
+  it("keeps a page that forgot to escape from running what a client named itself, and still lets Approve reach the client", async () => {
+    // A careless consent page: the client's name (a script) and an inline script of its own.
+    const site = await codeSite({
+      authorizationCode: {
+        consentPage: (_request, consent) =>
+          new Response(
+            `<!doctype html><meta charset="utf-8"><title>Consent</title>
+             <h1>${consent.clientName}</h1>
+             <img src="/nothing" onerror="document.title = 'attribute ran'">
+             <script>document.title = "inline script ran"</script>
+             <form method="post" action="${consent.action}">
+               <input type="hidden" name="consent" value="${consent.consentToken}">
+               <button name="action" value="approve">Approve</button>
+             </form>`,
+            { headers: { "content-type": "text/html; charset=utf-8" } },
+          ),
+        signedInAt: (request) => Number(request.headers.get("x-test-signed-in")),
+        signInPath: "/login",
+      },
+    });
+    servers.push({ url: site.base, close: site.close });
+    const { redirectUrl, arrived } = await callbackListener();
+    const context = await browser.newContext({
+      extraHTTPHeaders: { "x-test-human": "alice", "x-test-signed-in": String(Date.now()) },
+    });
+    contexts.push(context);
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    page.on("dialog", (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    const { challenge } = await pkce();
+    const url = authorizeUrl(site, {
+      clientId: XSS_CLIENT,
+      redirectUri: redirectUrl,
+      challenge,
+      state: "csp",
+    });
+    const shown = await page.goto(url.href);
+    expect(shown?.status()).toBe(200);
+    await expect(page.locator("h1 script").count()).resolves.toBe(1);
+    expect(await page.content()).toContain(XSS_NAME);
+    await page.waitForTimeout(300);
+    await expect(page.title()).resolves.toBe("Consent");
+    expect(dialogs).toEqual([]);
+
+    // The form posts here and is redirected to the client: form-action allows both.
+    await Promise.all([
+      page.waitForURL((at) => at.href.startsWith(redirectUrl)),
+      page.getByRole("button", { name: "Approve" }).click(),
+    ]);
+    const answer = arrived.shift() as URLSearchParams;
+    expect(answer.get("code")).toEqual(expect.any(String));
+    expect(answer.get("state")).toBe("csp");
   });
 });
 

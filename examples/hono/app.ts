@@ -458,8 +458,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/.well-known/**").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),
         match("POST", "/oauth/token").permitAll(),
-        // The consent page: a signed-in person (sent to sign in otherwise), its form behind CSRF.
-        match(["GET", "POST"], "/oauth/authorize").authenticated(),
+        // The authorization endpoint sends a person who is not signed in to sign in itself, so
+        // that a request with prompt=none is answered login_required rather than a page; the
+        // consent form's answer needs a signed-in person, and CSRF.
+        match("GET", "/oauth/authorize").permitAll(),
+        match("POST", "/oauth/authorize").authenticated(),
         match("GET", "/capability/list").permitAll(),
         match("POST", "/capability/execute").permitAll(),
         // The MCP endpoint authenticates every request itself (GET and DELETE answer 405).

@@ -366,6 +366,7 @@ function authorizeEndpoint(setup: Setup, runtime: AgentRuntime, codes: CodeFlow)
     policy: {
       clients: codes.clients,
       storeTimeoutMs: setup.numbers.storeTimeoutMs,
+      now: runtime.now,
       allowed: (name) => runtime.registry.has(name),
       resources,
     },

@@ -1,3 +1,4 @@
+import { defaultPolicyWith } from "../core/content-security-policy.ts";
 import { randomToken } from "../core/encoding.ts";
 import {
   AccessDeniedError,
@@ -8,6 +9,7 @@ import {
   StoreUnavailableError,
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
+import { html, htmlResponse } from "../core/html.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import {
   functionOptions,
@@ -16,12 +18,14 @@ import {
   rejectUnknownKeys,
 } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
+import { withHeaders } from "../core/response.ts";
 import { jwtSigner, jwtVerifier, type KeySet } from "../jwt/index.ts";
 import {
   type AuthorizationCodeStore,
   type AuthorizationRequest,
   type AuthorizationRequestPolicy,
   approverOf,
+  asksNoPage,
   authorizationRedirect,
   type ClientMetadataDocuments,
   type CodeGrantIssue,
@@ -34,6 +38,7 @@ import {
   type OAuthFailure,
   readOAuthParameters,
   refreshTokenTtlOption,
+  requestAfterSignIn,
 } from "../oauth2/index.ts";
 import { toolNames } from "./capabilities.ts";
 import { effectiveStatus, type Grant } from "./grants.ts";
@@ -221,13 +226,15 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
     verify: jwtVerifier({ ...common, clockToleranceSeconds: 0 }),
     url,
   };
+  const https = url.startsWith("https:");
   return async (request) => {
     if (request.method !== "GET" && request.method !== "POST") return methodNotAllowed("GET, POST");
     try {
-      return withoutFraming(
+      return asPage(
         request.method === "GET"
           ? await ask(endpoint, consent, request)
           : await answer(endpoint, consent, request),
+        https,
       );
     } catch (error) {
       // The chain's rule should have asked for a sign-in; without one, nobody is asked anything.
@@ -236,8 +243,9 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
       if (error instanceof StoreUnavailableError)
-        return withoutFraming(
+        return asPage(
           problemResponse(503, { detail: "Try again shortly.", headers: { "retry-after": "1" } }),
+          https,
         );
       reportError(runtime.onError, error, request);
       return problemResponse(500);
@@ -251,19 +259,30 @@ interface Consent {
   readonly url: string;
 }
 
-/** Step 1: check the request, require a recent sign-in, show the consent page. */
+/**
+ * Step 1: check the request, require a recent sign-in (and one as recent as
+ * `prompt=login` or `max_age` ask), show the consent page. `prompt=none`
+ * never shows a page: the answer goes back to the client instead.
+ */
 async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Request) {
   const { runtime, setup } = endpoint;
   const query = new URL(request.url).searchParams;
+  const person = personOf(request);
+  // Nobody signed in: to the sign-in page and back, nothing looked up for an anonymous visitor;
+  // only a request that forbids the page needs its checks, to answer login_required.
+  if (person === undefined && !asksNoPage(query)) {
+    const forced = query.has("max_age") || query.getAll("prompt").some(hasLogin);
+    return toSignIn(endpoint, forced ? requestAfterSignIn(query, runtime.now()) : query, false);
+  }
   const checked = await checkAuthorizationRequest(query, endpoint.policy);
   if ("error" in checked) return refusal(endpoint, request, checked);
-  const approver = approverOf(request);
-  const stale = signInAgain(
-    endpoint,
-    request,
-    `${new URL(setup.path, runtime.urls.issuer).pathname}?${query}`,
-  );
-  if (stale !== undefined) return stale;
+  const noPage = checked.prompt.includes("none");
+  if (person === undefined || !signedInRecently(endpoint, request, checked.signedInAfter)) {
+    if (noPage)
+      return back(runtime, checked.redirectUri, checked.state, "login_required", "sign-in needed");
+    const after = checked.signedInAfter;
+    return toSignIn(endpoint, after === undefined ? query : requestAfterSignIn(query, after), true);
+  }
   const capabilities = askedCapabilities(runtime, checked);
   if (capabilities.length === 0)
     return back(
@@ -273,8 +292,11 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
       "invalid_scope",
       "nothing asked for is served at this resource",
     );
+  // Consent is never remembered: every approval is asked for, so without a page there is none.
+  if (noPage)
+    return back(runtime, checked.redirectUri, checked.state, "consent_required", "consent needed");
   const signed = await consent.sign({
-    subject: approver,
+    subject: person,
     audience: consent.url,
     claims: {
       client_id: checked.client.clientId,
@@ -283,9 +305,10 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
       scope: capabilities.join(" "),
       resource: checked.resource,
       ...(checked.state === undefined ? {} : { state: checked.state }),
+      ...(checked.signedInAfter === undefined ? {} : { signed_in_after: checked.signedInAfter }),
     },
   });
-  return setup.options.consentPage(request, {
+  const page = await setup.options.consentPage(request, {
     clientId: checked.client.clientId,
     ...(checked.client.name === undefined ? {} : { clientName: checked.client.name }),
     redirectHost: redirectHostOf(checked.redirectUri),
@@ -297,6 +320,7 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
     consentToken: signed.token,
     action: new URL(setup.path, runtime.urls.issuer).pathname,
   });
+  return asPage(page, consent.url.startsWith("https:"), formSourceOf(checked.redirectUri));
 }
 
 /** Step 2: the human's answer, with the consent token this human was given for this request. */
@@ -316,14 +340,12 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
       "the consent form has expired or is incomplete; start again from the application",
     );
   // The client must still be what it was, and the redirect URI still its own.
-  const checked = await checkAuthorizationRequest(authorizeQuery(claims), endpoint.policy);
+  const asked = authorizeQuery(claims);
+  const checked = await checkAuthorizationRequest(asked, endpoint.policy);
   if ("error" in checked) return refusal(endpoint, request, checked);
-  const stale = signInAgain(
-    endpoint,
-    request,
-    `${new URL(consent.url).pathname}?${authorizeQuery(claims)}`,
-  );
-  if (stale !== undefined) return stale;
+  // A sign-in as recent as the page asked for: one older than the request never answers.
+  if (!signedInRecently(endpoint, request, checked.signedInAfter))
+    return toSignIn(endpoint, asked, true);
   // One answer per consent token: a second post of the same form approves nothing.
   const fresh = await runtime.store(() =>
     runtime.replay.setIfAbsent(`consent:${claims.jti}`, (claims.exp + 60) * 1000, runtime.now()),
@@ -384,6 +406,8 @@ interface ConsentClaims {
   readonly scope: string;
   readonly resource: string;
   readonly state?: string;
+  /** The time (epoch ms) a sign-in must come after, when the request asked for a recent one. */
+  readonly signed_in_after?: number;
 }
 
 async function readConsent(
@@ -398,6 +422,8 @@ async function readConsent(
     if (claims.sub !== approver || fields.some((name) => typeof claims[name] !== "string"))
       return undefined;
     if (claims.state !== undefined && typeof claims.state !== "string") return undefined;
+    const after = claims.signed_in_after;
+    if (after !== undefined && !Number.isSafeInteger(after)) return undefined;
     return claims as unknown as ConsentClaims;
   } catch (error) {
     if (error instanceof JwtInvalidError) return undefined;
@@ -407,7 +433,7 @@ async function readConsent(
 
 /** The authorization request a consent token stands for, as a query. */
 function authorizeQuery(claims: ConsentClaims): URLSearchParams {
-  return new URLSearchParams({
+  const query = new URLSearchParams({
     response_type: "code",
     client_id: claims.client_id,
     redirect_uri: claims.redirect_uri,
@@ -417,6 +443,8 @@ function authorizeQuery(claims: ConsentClaims): URLSearchParams {
     resource: claims.resource,
     ...(claims.state === undefined ? {} : { state: claims.state }),
   });
+  const after = claims.signed_in_after;
+  return after === undefined ? query : requestAfterSignIn(query, after);
 }
 
 /** The capabilities asked for that are served at the resource; none asked, all of its scopes. */
@@ -465,22 +493,53 @@ async function createGrant(
   return grant;
 }
 
-/** A stale sign-in goes to sign in again, and comes back to `back`. */
-function signInAgain(
+/** The signed-in person, or `undefined`; a client's own credentials are refused (`AccessDeniedError`). */
+function personOf(request: Request): string | undefined {
+  try {
+    return approverOf(request);
+  } catch (error) {
+    if (error instanceof AuthenticationRequiredError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Whether this request's person signed in recently enough to approve: within
+ * `maxSignInAgeSeconds`, and after the time the authorization request asks a
+ * sign-in to come after (`prompt=login`, `max_age`).
+ */
+function signedInRecently(
   endpoint: AuthorizeEndpoint,
   request: Request,
-  back: string,
-): Response | undefined {
-  const { setup, runtime } = endpoint;
-  const at = setup.options.signedInAt(request);
-  if (at !== undefined && runtime.now() - at <= setup.maxSignInAgeMs) return undefined;
+  signedInAfter: number | undefined,
+): boolean {
+  const at = endpoint.setup.options.signedInAt(request);
+  return (
+    at !== undefined &&
+    endpoint.runtime.now() - at <= endpoint.setup.maxSignInAgeMs &&
+    (signedInAfter === undefined || at > signedInAfter)
+  );
+}
+
+/**
+ * To the sign-in page, and back to the authorization request `query`;
+ * `again` tells the page that a person already signed in must sign in anew
+ * (a sign-in too old, or a request asking for a fresh one).
+ */
+function toSignIn(endpoint: AuthorizeEndpoint, query: URLSearchParams, again: boolean): Response {
+  const { setup } = endpoint;
+  const back = `${new URL(setup.path, endpoint.runtime.urls.issuer).pathname}?${query}`;
   return new Response(null, {
     status: 303,
     headers: {
-      location: `${setup.options.signInPath}?again&next=${encodeURIComponent(back)}`,
+      location: `${setup.options.signInPath}?${again ? "again&" : ""}next=${encodeURIComponent(back)}`,
       "cache-control": "no-store",
     },
   });
+}
+
+function hasLogin(prompt: string): boolean {
+  return prompt.split(" ").includes("login");
 }
 
 function refusal(
@@ -521,31 +580,67 @@ async function errorPage(
 ): Promise<Response> {
   const custom = endpoint.setup.options.errorPage;
   if (custom !== undefined) return custom(request, { error, description });
-  const page = `<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${escapeHtml(description)}</p>`;
-  return new Response(page, {
-    status: 400,
-    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+  return htmlResponse(
+    html`<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${description}</p>`,
+    { status: 400 },
+  );
+}
+
+/**
+ * Every answer of the endpoint: never in a frame (a consent page another site
+ * frames can be clicked through, RFC 9700 §4.16), never cached, and, unless
+ * the page brings its own, the default Content Security Policy: the consent
+ * page shows names a client chose. Its form may post only here, and be
+ * redirected only to `formTarget`, the client's redirect URI (browsers hold a
+ * form's redirects to `form-action` too). A page's own policy keeps its rules,
+ * gains `frame-ancestors 'none'`, and `formTarget` where it limits forms.
+ */
+function asPage(response: Response, https: boolean, formTarget?: string): Response {
+  return withHeaders(response, (headers) => {
+    headers.set("x-frame-options", "DENY");
+    headers.set("cache-control", "no-store");
+    const own = headers.get("content-security-policy");
+    headers.set(
+      "content-security-policy",
+      own === null
+        ? defaultPolicyWith(
+            {
+              "frame-ancestors": ["'none'"],
+              "form-action": formTarget === undefined ? ["'self'"] : ["'self'", formTarget],
+            },
+            https,
+          )
+        : withFramingAndForms(own, formTarget),
+    );
   });
 }
 
-/** Never in a frame: a consent page another site frames can be clicked through (RFC 9700 §4.16). */
-function withoutFraming(response: Response): Response {
-  const set = (headers: Headers) => {
-    headers.set("x-frame-options", "DENY");
-    const csp = headers.get("content-security-policy");
-    if (csp === null) headers.set("content-security-policy", "frame-ancestors 'none'");
-    else if (!/frame-ancestors/i.test(csp))
-      headers.set("content-security-policy", `${csp}; frame-ancestors 'none'`);
-    headers.set("cache-control", "no-store");
-  };
-  try {
-    set(response.headers);
-    return response;
-  } catch {
-    const copy = new Response(response.body, response);
-    set(copy.headers);
-    return copy;
-  }
+/** A page's own policy with `frame-ancestors 'none'` added when absent, and `formTarget` to each `form-action`. */
+function withFramingAndForms(policy: string, formTarget: string | undefined): string {
+  const policies = policy.split(",").map((one) =>
+    one
+      .split(";")
+      .map((directive) => {
+        const [name, ...sources] = directive.trim().split(/\s+/);
+        if (formTarget === undefined || name?.toLowerCase() !== "form-action") return directive;
+        if (sources.includes("'none'") || sources.includes(formTarget)) return directive;
+        return `${directive.trimEnd()} ${formTarget}`;
+      })
+      .join(";"),
+  );
+  const out = policies.join(",");
+  return /frame-ancestors/i.test(out) ? out : `${out}; frame-ancestors 'none'`;
+}
+
+/**
+ * The `form-action` source the consent form's redirect needs: the redirect
+ * URI's origin; for an app's own scheme, or a host a CSP source cannot name
+ * (an IPv6 literal), its scheme.
+ */
+function formSourceOf(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  const web = url.protocol === "https:" || url.protocol === "http:";
+  return web && /^[a-z0-9.-]+$/.test(url.hostname) ? url.origin : url.protocol;
 }
 
 /** The host the human goes back to, or the scheme of an app's own URI. */
@@ -554,10 +649,6 @@ function redirectHostOf(uri: string): string {
   return url.protocol === "https:" || url.protocol === "http:"
     ? url.host
     : url.protocol.slice(0, -1);
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { InvalidOptionsError } from "../core/errors.ts";
 import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
+import { html, htmlResponse } from "../core/html.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { sameOriginPath } from "../core/redirect.ts";
 
@@ -82,11 +83,8 @@ function isProblem(response: Response): boolean {
 }
 
 function defaultForbiddenPage(): Response {
-  return new Response(
-    '<!doctype html><html lang="en"><meta charset="utf-8"><title>Not allowed</title><h1>Not allowed</h1><p>Your account may not open this page.</p><p><a href="/">Back to the start page</a></p></html>',
-    {
-      status: 403,
-      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
-    },
+  return htmlResponse(
+    html`<!doctype html><html lang="en"><meta charset="utf-8"><title>Not allowed</title><h1>Not allowed</h1><p>Your account may not open this page.</p><p><a href="/">Back to the start page</a></p></html>`,
+    { status: 403 },
   );
 }

@@ -1,6 +1,9 @@
+import { DEFAULT_CSP_DIRECTIVES } from "../core/content-security-policy.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { kebabCase } from "./validate.ts";
+
+export { DEFAULT_CSP_DIRECTIVES };
 
 /**
  * One CSP directive: a list of source expressions (`["'self'", "https:"]`, or
@@ -65,32 +68,6 @@ export interface ContentSecurityPolicyOptions {
    */
   readonly reportOnly?: boolean;
 }
-
-/**
- * The default policy: everything from the page's own origin only, no plugins,
- * no `<base>` or form hijacking, framing by the same origin only (matching
- * `X-Frame-Options: SAMEORIGIN`), no inline scripts or `on*=` attributes;
- * styles and fonts may also come over HTTPS (and fonts and images as `data:`)
- * and inline styles are allowed, because most pages and CSS frameworks need
- * them and they cannot run script.
- *
- * `upgrade-insecure-requests` is added for requests served over HTTPS only:
- * on a plain-HTTP page (local development) it would send the page's own
- * subresources to an HTTPS port nothing listens on. Set it to `true` to send it
- * always, or `false` never.
- */
-export const DEFAULT_CSP_DIRECTIVES: Readonly<Record<string, readonly string[]>> = Object.freeze({
-  "default-src": ["'self'"],
-  "base-uri": ["'self'"],
-  "font-src": ["'self'", "https:", "data:"],
-  "form-action": ["'self'"],
-  "frame-ancestors": ["'self'"],
-  "img-src": ["'self'", "data:"],
-  "object-src": ["'none'"],
-  "script-src": ["'self'"],
-  "script-src-attr": ["'none'"],
-  "style-src": ["'self'", "https:", "'unsafe-inline'"],
-});
 
 const KNOWN_DIRECTIVES = new Set([
   "base-uri",

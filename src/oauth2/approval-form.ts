@@ -11,6 +11,7 @@ import {
   StoreUnavailableError,
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
+import { html, htmlResponse } from "../core/html.ts";
 import { methodNotAllowed } from "../core/http-method.ts";
 import { bodyLimitOption, functionOptions, rejectUnknownKeys } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
@@ -146,7 +147,10 @@ export interface ApprovalMessages {
   readonly too_many_attempts: string;
 }
 
-/** A minimal HTML page for an approval outcome, with its status (429 with `Retry-After` when throttled). */
+/**
+ * A minimal HTML page for an approval outcome, with its status (429 with
+ * `Retry-After` when throttled). The title and messages are text: escaped.
+ */
 export function approvalPage(
   result: DeviceApproveResult,
   title: string,
@@ -157,14 +161,14 @@ export function approvalPage(
   const message = outcome.ok
     ? messages[result.action as DeviceApproveAction]
     : outcomeMessage(outcome.reason, messages);
-  const headers = new Headers({
-    "content-type": "text/html; charset=utf-8",
-    "cache-control": "no-store",
-  });
-  if (!outcome.ok && outcome.reason === "too_many_attempts")
-    headers.set("retry-after", String(outcome.retryAfterSeconds ?? 60));
-  const page = `<!doctype html><meta charset="utf-8"><title>${title}</title><p id="outcome">${message}</p>`;
-  return new Response(page, { status, headers });
+  const throttled = !outcome.ok && outcome.reason === "too_many_attempts";
+  return htmlResponse(
+    html`<!doctype html><meta charset="utf-8"><title>${title}</title><p id="outcome">${message}</p>`,
+    {
+      status,
+      ...(throttled ? { headers: { "retry-after": String(outcome.retryAfterSeconds ?? 60) } } : {}),
+    },
+  );
 }
 
 /** The message for a failed outcome; `unconfirmed` never answers a form post. */

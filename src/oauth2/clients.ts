@@ -2,7 +2,7 @@ import { sha256Base64url } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
 import { InvalidOptionsError } from "../core/errors.ts";
 import { positiveInteger, rejectUnknownKeys } from "../core/options.ts";
-import { isRedirectUri } from "./redirect-uri.ts";
+import { redirectUriProblem } from "./redirect-uri.ts";
 
 /** What the credential is: an OAuth2 client or an API key presented as one. */
 export type ClientKind = "oauth2_client" | "api_key";
@@ -77,7 +77,8 @@ export interface ClientRegistration {
   /**
    * Where the authorization endpoint may send the human back: absolute
    * URLs compared exactly (a loopback one on any port, RFC 8252 §7.3);
-   * https, http on loopback only, or a private-use scheme of a native app.
+   * https, http on loopback only, or a native app's private-use scheme, a
+   * reversed domain name (`com.example.app:/callback`, RFC 8252 §7.1).
    *
    * @default none — the client cannot use the authorization-code grant
    */
@@ -199,11 +200,13 @@ function registeredRedirectUris(
     throw new InvalidOptionsError(
       `client registration ${clientId}: redirectUris must list 1 to 20 URLs`,
     );
-  for (const uri of uris)
-    if (!isRedirectUri(uri))
+  for (const uri of uris) {
+    const problem = redirectUriProblem(uri);
+    if (problem !== undefined)
       throw new InvalidOptionsError(
-        `client registration ${clientId}: ${JSON.stringify(uri)} is no redirect URI (absolute, no fragment; https, http on loopback, or a private-use scheme)`,
+        `client registration ${clientId}: ${JSON.stringify(uri)} is no redirect URI: it has ${problem} (absolute, no fragment; https, http on loopback, or a private-use scheme that is a reversed domain name)`,
       );
+  }
   return Object.freeze([...uris]);
 }
 

@@ -39,9 +39,12 @@ export {
   type AuthorizationRefusal,
   type AuthorizationRequest,
   type AuthorizationRequestPolicy,
+  asksNoPage,
   authorizationRedirect,
   checkAuthorizationRequest,
   clientsWithMetadataDocuments,
+  type Prompt,
+  requestAfterSignIn,
 } from "./authorization-request.ts";
 export {
   type AccessTokenIssuer,

@@ -25,6 +25,17 @@ export interface AuthorizationServerMetadata {
   readonly client_id_metadata_document_supported?: boolean;
   /** RFC 7591: where clients register themselves, when dynamic registration is on. */
   readonly registration_endpoint?: string;
+  /** RFC 8414 §2: the answer comes in the query only (its default lists `fragment` too). */
+  readonly response_modes_supported?: readonly string[];
+  /**
+   * OpenID Connect Discovery §3's names, in the OAuth metadata registry:
+   * request objects (RFC 9101) are refused, by value and by reference (the
+   * latter's default is `true`, so it is said).
+   */
+  readonly request_parameter_supported?: boolean;
+  readonly request_uri_parameter_supported?: boolean;
+  /** The `prompt` values the authorization endpoint serves (IANA OAuth metadata registry). */
+  readonly prompt_values_supported?: readonly string[];
 }
 
 /** What the metadata document is made from: every URL is built from the issuer, never from a request. */
@@ -83,6 +94,10 @@ export function authorizationServerMetadata(source: MetadataSource): Authorizati
       : {
           code_challenge_methods_supported: ["S256"],
           authorization_response_iss_parameter_supported: true,
+          response_modes_supported: ["query"],
+          request_parameter_supported: false,
+          request_uri_parameter_supported: false,
+          prompt_values_supported: ["none", "login", "consent"],
           ...(authorization.clientMetadataDocuments
             ? { client_id_metadata_document_supported: true }
             : {}),

@@ -312,6 +312,16 @@ describe("client authentication", () => {
       InvalidOptionsError,
     );
   });
+
+  it("registers redirect URIs under the same rules as registration and metadata documents", async () => {
+    const clients = new MemoryClientStore();
+    const app = (clientId: string, uri: string) =>
+      clients.register({ clientId, public: true, redirectUris: [uri] });
+    await app("native", "com.example.app:/callback");
+    await app("loopback", "http://127.0.0.1/callback");
+    for (const uri of ["https2://evil.example/cb", "myapp:/callback", "http://evil.example/cb"])
+      await expect(app("refused", uri)).rejects.toThrow(InvalidOptionsError);
+  });
 });
 
 describe("user codes", () => {

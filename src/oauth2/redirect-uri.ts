@@ -19,6 +19,8 @@ const REFUSED_SCHEMES = new Set([
   "about",
   "filesystem",
 ]);
+// As the URL parser writes a host back: a domain name (IDNs in their `xn--` form) or an IP address.
+const WEB_HOST = /^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/;
 // RFC 8252 §7.3: the loopback IP literals; `localhost` only as a registered name, never port-free.
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 
@@ -37,10 +39,19 @@ export function redirectUriProblem(uri: unknown): string | undefined {
   if (!SCHEME.test(scheme) || REFUSED_SCHEMES.has(scheme)) return "a refused scheme";
   if (scheme === "https" || scheme === "http") {
     if (url.username !== "" || url.password !== "") return "a user name or password";
+    // What a browser takes for a host beyond names and addresses (`;`, `,`, `'`...) is no
+    // site's, and could not be named where the host is written into a policy or a page.
+    if (!WEB_HOST.test(url.hostname)) return "a host that is not a domain name or an IP address";
     // RFC 8252 §7.3 and §8.3: plain http only to the loopback interface.
     if (scheme === "http" && !LOOPBACK_HOSTS.has(url.hostname))
       return "http to a host other than loopback";
+    return undefined;
   }
+  // RFC 8252 §7.1: an app's own scheme is a domain name of its maker, reversed
+  // (`com.example.app`), so it holds a period; and none may pass for the web's
+  // own on a consent page: a scheme that starts with `http` is http or https.
+  if (!scheme.includes(".")) return "a private-use scheme that is not a reversed domain name";
+  if (scheme.startsWith("http")) return "a private-use scheme that looks like http or https";
   return undefined;
 }
 

@@ -1,8 +1,9 @@
 import { challenge } from "../core/challenge.ts";
 
 /**
- * The OAuth error vocabulary (RFC 6749 §5.2, RFC 8628 §3.5, RFC 7591 §3.2.2) and the response
- * shapes of the endpoints. Protocol data, kept apart from thrown errors.
+ * The OAuth error vocabulary (RFC 6749 §4.1.2.1 and §5.2, RFC 8628 §3.5, RFC 7591 §3.2.2,
+ * OpenID Connect Core §3.1.2.6) and the response shapes of the endpoints. Protocol data, kept
+ * apart from thrown errors.
  */
 export type OAuthErrorCode =
   | "invalid_request"
@@ -24,7 +25,14 @@ export type OAuthErrorCode =
   | "use_dpop_nonce"
   // RFC 7591 §3.2.2
   | "invalid_redirect_uri"
-  | "invalid_client_metadata";
+  | "invalid_client_metadata"
+  // OpenID Connect Core §3.1.2.6: the authorization endpoint's answers to prompt, max_age and
+  // request objects
+  | "login_required"
+  | "consent_required"
+  | "account_selection_required"
+  | "request_not_supported"
+  | "request_uri_not_supported";
 
 /** What a grant callback answers instead of a token: the error and a client-safe description. */
 export interface OAuthFailure {
