@@ -1,4 +1,5 @@
 import { serve } from "@hono/node-server";
+import { createLingeringServer } from "portcullis/adapters/node";
 import { demoAgents } from "./agents.ts";
 import { createExampleHandler, demoAccounts } from "./app.ts";
 
@@ -7,7 +8,8 @@ const host = "127.0.0.1";
 const accounts = demoAccounts();
 const handler = await createExampleHandler({ accounts, issuer: `http://${host}:${port}` });
 
-serve({ fetch: handler, port, hostname: host }, (info) => {
+// A client still uploading when the chain refuses it gets the answer all the same.
+serve({ fetch: handler, port, hostname: host, createServer: createLingeringServer }, (info) => {
   const url = `http://${host}:${info.port}`;
   console.log(`Portcullis example listening on ${url}  (sign in at ${url}/login)`);
   console.log("");

@@ -14,6 +14,7 @@ import {
   sessions,
 } from "portcullis";
 import { honoMiddleware } from "portcullis/adapters/hono";
+import { createLingeringServer } from "portcullis/adapters/node";
 
 const { anyRequest, match, routes } = authz;
 
@@ -57,6 +58,7 @@ const handler = newHandler(app.fetch, {
 });
 
 // On Node; Bun and Deno serve `handler` as it is, Workers as `export default { fetch: handler }`.
+// createLingeringServer: a client still uploading when it is refused gets its 401 all the same.
 const port = Number(process.env.PORT ?? 3000);
-serve({ fetch: handler, hostname: "127.0.0.1", port });
+serve({ fetch: handler, hostname: "127.0.0.1", port, createServer: createLingeringServer });
 console.log(`try: curl -u ada:change-me-ada http://127.0.0.1:${port}/`);

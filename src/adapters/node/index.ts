@@ -46,6 +46,7 @@ export {
   chainRunner,
 } from "./engine/chain-runner.ts";
 export { applyHeaders, writeResponse } from "./engine/response.ts";
+export { createLingeringServer } from "./lingering-server.ts";
 
 /** A `node:http` request listener, sync or async. */
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => unknown;

@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:
 import { FieldList } from "../../../core/field-list.ts";
 import type { ResponseOutbox } from "../../../core/outbox.ts";
 import { lightHeaders, lightState } from "./light-response.ts";
+import { lingerOnClose } from "./lingering-close.ts";
 
 /** Headers of a pass-through answer that describe its (empty) body, not the route's. */
 const BODY_HEADERS = new Set(["content-length", "transfer-encoding"]);
@@ -34,10 +35,12 @@ export function applyHeaders(
 }
 
 /**
- * An error answered before the request body was read (a 413 for a declared
- * length over the limit, say): the answer says `Connection: close` and the
- * connection closes once it is out, so the client can neither hold it open
- * until the request timeout nor keep streaming a body nobody will read.
+ * An error answered before the request body was read (a 401, a 403, a 413 for
+ * a declared length over the limit): the answer says `Connection: close`, and
+ * once it is out the connection closes the lingering way (`lingerOnClose`):
+ * the client gets the answer even while it is still uploading, yet can neither
+ * hold the connection open until the request timeout nor make the server read
+ * more than a bounded part of a body nobody wants.
  */
 export function closeAfterEarlyError(
   req: IncomingMessage,
@@ -49,6 +52,9 @@ export function closeAfterEarlyError(
   if (req.headers["content-length"] === undefined && req.headers["transfer-encoding"] === undefined)
     return;
   res.setHeader("connection", "close");
+  lingerOnClose(req, res);
+  // Node closes the connection itself after `Connection: close`; this covers a framework that
+  // took the header off again.
   res.once("finish", () => req.socket?.destroySoon?.());
 }
 
