@@ -441,6 +441,25 @@ describe("several approvals of one agent", () => {
     );
   }
 
+  it("a bound grant takes its human's next approval only from a poll proving its key; a refused poll spends nothing", async () => {
+    const at = await site({});
+    const bound = await approvedDeviceCode(at);
+    const form = (code: string) => ({ grant_type: DEVICE_GRANT, device_code: code });
+    expect((await tokenRequest(at, form(bound), await proofAt(key, at.token))).status).toBe(200);
+    const again = await approvedDeviceCode(at);
+    const none = await tokenRequest(at, form(again));
+    expect([none.status, none.body.error]).toEqual([400, "invalid_dpop_proof"]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the poll interval
+    const other = await tokenRequest(at, form(again), await proofAt(thief, at.token));
+    expect([other.status, other.body.error]).toEqual([400, "invalid_dpop_proof"]);
+    const [grant] = await at.agents.grantsApprovedBy("alice");
+    expect(grant?.jkt).toBe(await dpop.calculateThumbprint(key.publicKey));
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const served = await tokenRequest(at, form(again), await proofAt(key, at.token));
+    expect([served.status, served.body.token_type]).toEqual([200, "DPoP"]);
+    expect(await at.agents.grantsApprovedBy("alice")).toHaveLength(1);
+  });
+
   for (const [name, humans] of [
     ["the same human", ["alice", "alice"]],
     ["two humans", ["alice", "bob"]],

@@ -1,6 +1,6 @@
 import type { ContextSource } from "../core/context.ts";
 import { type CapabilityRegistry, isExecutable } from "./capabilities.ts";
-import { effectiveStatus, type Grant, type GrantStore } from "./grants.ts";
+import { effectiveStatus, type Grant, type GrantStore, keyFits } from "./grants.ts";
 import type { CapabilityTokens, MintedToken } from "./token.ts";
 
 /** What `refreshCapabilityToken` needs besides the grants. */
@@ -108,9 +108,7 @@ export async function refreshCapabilityToken(
   const covering = active.filter((candidate) => given(candidate) !== undefined);
   if (covering.length === 0) return { ok: false, reason: "capability_not_granted" };
   // A grant bound to a key mints only for that key; an unbound one, for the proof's key if any.
-  const usable = covering.filter(
-    (candidate) => candidate.jkt === undefined || candidate.jkt === request.jkt,
-  );
+  const usable = covering.filter((candidate) => keyFits(candidate, request.jkt));
   if (usable.length === 0) return { ok: false, reason: "bound_to_another_key" };
   // The grant whose token carries the most of what was asked; of equals, the newest.
   let best: { grant: Grant; audience: string; capabilities: readonly string[] } | undefined;
