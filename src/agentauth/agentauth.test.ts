@@ -724,6 +724,21 @@ describe("agentAuth options", () => {
       { stores: { grant: new MemoryGrantStore() } },
       { stores: { replay: {} } },
       { grantTtlSeconds: 0 },
+      { maxGrantsPerApprover: 0 },
+      { maxGrantsPerApprover: "100" },
+      { maxGrantsPerAgent: 1.5 },
+      // A grant store written for `create`, before `approve`: refused when built, not per request.
+      {
+        stores: {
+          grants: {
+            create: async () => {},
+            get: async () => undefined,
+            listByPrincipal: async () => [],
+            listByApprover: async () => [],
+            revoke: async () => undefined,
+          },
+        },
+      },
       { tokenTtlSeconds: 0 },
       { onEvent: "log" },
       { dpop: { bindGrants: false } },
@@ -735,6 +750,21 @@ describe("agentAuth options", () => {
         JSON.stringify(Object.keys(bad)),
       ).rejects.toThrow(InvalidOptionsError);
     }
+  });
+
+  it("holds grants to 100 per human and 10 000 per agent unless told otherwise", async () => {
+    const base = {
+      issuer: ISSUER,
+      capabilities: definitions(),
+      clients: new MemoryClientStore(),
+      keys,
+    };
+    expect((await agentAuth(base)).runtime.grantLimits).toEqual({
+      perApprover: 100,
+      perPrincipal: 10_000,
+    });
+    const set = await agentAuth({ ...base, maxGrantsPerApprover: 5, maxGrantsPerAgent: 7 });
+    expect(set.runtime.grantLimits).toEqual({ perApprover: 5, perPrincipal: 7 });
   });
 
   it("names the misspelt dpop key, and leaves DPoP off unless asked", async () => {
