@@ -630,6 +630,29 @@ describe("the Redis grant indexes", () => {
     expect(Math.abs(index - record)).toBeLessThan(5000); // the longer grant's, not the shorter's
     expect(approver).toBeGreaterThan(0);
   });
+
+  it("hold what one person leaves behind to their limit: a loop of approvals adds no keys", async () => {
+    const prefix = `${redis.prefix}grant-loop:${n++}:`;
+    const store = new RedisGrantStore({ client: redis.client, prefix });
+    const limits = { perApprover: 5, perPrincipal: 100 };
+    const keys = async () => (await redis.client.keys(`${prefix}*`)).length;
+    const human = unique("human");
+    const agent = unique("agent");
+    for (let i = 0; i < 100; i++)
+      await store.approve(grant({ approvedBy: human, principalId: agent }), limits);
+    // The record, the approver's and the agent's sets, the agent's active set.
+    expect(await keys()).toBe(4);
+    for (let i = 0; i < 100; i++) {
+      const approval = await store.approve(
+        grant({ approvedBy: human, createdAt: NOW + i }),
+        limits,
+      );
+      if (approval.outcome === "refused") throw new Error(approval.reason);
+      await store.revoke(approval.grant.grantId, undefined, NOW + i);
+    }
+    // Each ended grant kept: its record and its agent's set; at most the limit and the newest.
+    expect(await keys()).toBeLessThanOrEqual(4 + 2 * (limits.perApprover + 1));
+  });
 });
 
 describe("the PostgreSQL migration", () => {
