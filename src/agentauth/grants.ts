@@ -154,7 +154,8 @@ export function mergeApproval(held: Grant, approved: Grant): Grant | undefined {
  */
 export interface MemoryGrantStoreOptions {
   /**
-   * Most grants held; past it expired and revoked ones go first, then `create` fails.
+   * Most grants held; past it expired and revoked ones go first, then a new
+   * grant is refused (`StoreFullError`).
    *
    * @default 100_000
    */
