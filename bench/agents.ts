@@ -136,15 +136,18 @@ async function benchAgents(
     mcp: {},
     ...(stores === undefined ? {} : { stores }),
   });
-  await agents.runtime.grants.create({
-    grantId: "g1",
-    principalId: "agent-1",
-    status: "active",
-    capabilities: ["ping"],
-    approvedBy: "alice",
-    createdAt: Date.now(),
-    expiresAt: Date.now() + 86_400_000,
-  });
+  await agents.runtime.grants.approve(
+    {
+      grantId: "g1",
+      principalId: "agent-1",
+      status: "active",
+      capabilities: ["ping"],
+      approvedBy: "alice",
+      createdAt: Date.now(),
+      expiresAt: Date.now() + 86_400_000,
+    },
+    { perApprover: 100, perPrincipal: 10_000 },
+  );
   return agents;
 }
 

@@ -59,13 +59,16 @@ function deviceRecord(client: string, i: number, now: number): DeviceCodeRecord 
   };
 }
 
+// One grant per human and per agent here: no limit is reached.
+const LIMITS = { perApprover: 100, perPrincipal: 10_000 };
+
 function grant(i: number, now: number, prefix = "g"): Grant {
   return {
     grantId: `${prefix}-${i}`,
     principalId: `agent-${prefix}-${i}`,
     status: "active",
     capabilities: ["read"],
-    approvedBy: `human-${i % 1000}`,
+    approvedBy: `human-${prefix}-${i}`,
     createdAt: now,
     expiresAt: now + LIFETIME,
   };
@@ -101,10 +104,10 @@ const stores: readonly StoreUnderTest[] = [
     make(n) {
       const store = new MemoryGrantStore({ maxEntries: n });
       return {
-        record: (i, now) => store.create(grant(i, now)),
+        record: (i, now) => store.approve(grant(i, now), LIMITS),
         read: (i) => store.listByPrincipal(`agent-g-${i}`),
-        expire: (i, now) => store.create(grant(i, now, "later")),
-        newcomer: (i, now) => swallow(store.create(grant(i, now, "new"))),
+        expire: (i, now) => store.approve(grant(i, now, "later"), LIMITS),
+        newcomer: (i, now) => swallow(store.approve(grant(i, now, "new"), LIMITS)),
       };
     },
   },

@@ -10,6 +10,7 @@ import { generateKeySet } from "../src/jwt/keys.ts";
 import { authorizationServer } from "../src/oauth2/authorization-server.ts";
 import { MemoryClientStore } from "../src/oauth2/clients.ts";
 import { DeviceAuthorizationService } from "../src/oauth2/device-authorization.ts";
+import { LIMITS } from "./support/grants.ts";
 import { plainTextEncoder } from "./support/plain-text-encoder.ts";
 
 afterEach(() => vi.restoreAllMocks());
@@ -159,15 +160,18 @@ describe.each(FAILURES)("a body that breaks off with a %s", (_name, failure) => 
       onError: reports.onError,
     });
     const now = Date.now();
-    await agents.runtime.grants.create({
-      grantId: "g-1",
-      principalId: "agent-1",
-      status: "active",
-      capabilities: ["echo"],
-      approvedBy: "alice",
-      createdAt: now,
-      expiresAt: now + 60_000,
-    });
+    await agents.runtime.grants.approve(
+      {
+        grantId: "g-1",
+        principalId: "agent-1",
+        status: "active",
+        capabilities: ["echo"],
+        approvedBy: "alice",
+        createdAt: now,
+        expiresAt: now + 60_000,
+      },
+      LIMITS,
+    );
     const { token } = await agents.runtime.tokens.mint({
       principalId: "agent-1",
       grantId: "g-1",

@@ -421,6 +421,76 @@ describe("a grant bound to the approval poll's key (bindGrant)", () => {
   });
 });
 
+describe("several approvals of one agent", () => {
+  /** A device flow as openid-client runs it, approved by `human`; the poll with `handle` when given. */
+  async function approvedByDeviceFlow(
+    config: oidc.Configuration,
+    at: Site,
+    human: string,
+    handle?: oidc.DPoPHandle,
+  ) {
+    const begun = await oidc.initiateDeviceAuthorization(config, { scope: "read" });
+    const approver = new Request(`${at.base}/agent/approve`);
+    bindAuthentication(approver, createAuthentication(human, ["USER"]));
+    expect((await at.agents.service.authorize(approver, begun.user_code, "agent-1")).ok).toBe(true);
+    return oidc.pollDeviceAuthorizationGrant(
+      config,
+      begun,
+      undefined,
+      handle === undefined ? undefined : { DPoP: handle },
+    );
+  }
+
+  it("a bound grant takes its human's next approval only from a poll proving its key; a refused poll spends nothing", async () => {
+    const at = await site({});
+    const bound = await approvedDeviceCode(at);
+    const form = (code: string) => ({ grant_type: DEVICE_GRANT, device_code: code });
+    expect((await tokenRequest(at, form(bound), await proofAt(key, at.token))).status).toBe(200);
+    const again = await approvedDeviceCode(at);
+    const none = await tokenRequest(at, form(again));
+    expect([none.status, none.body.error]).toEqual([400, "invalid_dpop_proof"]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // the poll interval
+    const other = await tokenRequest(at, form(again), await proofAt(thief, at.token));
+    expect([other.status, other.body.error]).toEqual([400, "invalid_dpop_proof"]);
+    const [grant] = await at.agents.grantsApprovedBy("alice");
+    expect(grant?.jkt).toBe(await dpop.calculateThumbprint(key.publicKey));
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const served = await tokenRequest(at, form(again), await proofAt(key, at.token));
+    expect([served.status, served.body.token_type]).toEqual([200, "DPoP"]);
+    expect(await at.agents.grantsApprovedBy("alice")).toHaveLength(1);
+  });
+
+  for (const [name, humans] of [
+    ["the same human", ["alice", "alice"]],
+    ["two humans", ["alice", "bob"]],
+  ] as const)
+    it(`approved without a key, then with one (${name}): the client secret alone mints nothing`, async () => {
+      const at = await site({});
+      const config = await discover(at.base, "agent-1", SECRET);
+      const handle = oidc.getDPoPHandle(config, key);
+      const bearer = await approvedByDeviceFlow(config, at, humans[0]);
+      expect(bearer.token_type).toBe("bearer");
+      const bound = await approvedByDeviceFlow(config, at, humans[1], handle);
+      expect(bound.token_type).toBe("dpop");
+      await expect(oidc.clientCredentialsGrant(config, { scope: "read" })).rejects.toMatchObject({
+        error: "invalid_dpop_proof",
+      });
+      expect(await at.agents.refresh("agent-1")).toEqual({
+        ok: false,
+        reason: "dpop_proof_required",
+      });
+      // With the key, a bound token.
+      const refreshed = await oidc.clientCredentialsGrant(
+        config,
+        { scope: "read" },
+        { DPoP: handle },
+      );
+      expect(claims(refreshed.access_token).cnf).toEqual({
+        jkt: await dpop.calculateThumbprint(key.publicKey),
+      });
+    });
+});
+
 describe("metadata", () => {
   it("publishes dpop_signing_alg_values_supported in RFC 8414 metadata and discovery only when on", async () => {
     const on = await site({});

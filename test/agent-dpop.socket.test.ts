@@ -26,6 +26,7 @@ import { MemoryClientStore } from "../src/oauth2/index.ts";
 import { PostgresReplayStore } from "../src/stores/postgres/index.ts";
 import { RedisReplayStore } from "../src/stores/redis/index.ts";
 import { type Served, serveFetch } from "./serve.ts";
+import { LIMITS } from "./support/grants.ts";
 import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
@@ -121,8 +122,9 @@ async function grant(runtime: AgentRuntime): Promise<Grant> {
     createdAt: Date.now(),
     expiresAt: Date.now() + 3_600_000,
   };
-  await runtime.grants.create(created);
-  return created;
+  const approval = await runtime.grants.approve(created, LIMITS);
+  if (approval.outcome === "refused") throw new Error(approval.reason);
+  return approval.grant;
 }
 
 async function mint(

@@ -276,6 +276,9 @@ describe("an agent, end to end over the socket", () => {
   });
 
   it("mints the first token of a grant of location capabilities for their location", async () => {
+    // A grant of the location capability alone: alice's earlier one of this agent ends first.
+    for (const grant of await agents.grantsApprovedBy("alice"))
+      if (grant.principalId === KEY_ID) await agents.revoke(grant.grantId);
     const { config, tokens } = await approvedAgent("export_notes");
     expect(tokens.scope).toBe("export_notes");
     const exported = await fetch(`${issuer}/files/export`, {

@@ -130,6 +130,51 @@ describe.each([
     expect((await runs([a, b])) - before).toBe(1);
   });
 
+  it("ends consents of one client by one human, answered on both at once, in one grant holding both", async () => {
+    for (let round = 0; round < 5; round++) {
+      const human = `racer-${crypto.randomUUID()}`;
+      const consentOn = async (base: string, scope: string) => {
+        const url = new URL("/oauth/authorize", base);
+        url.search = new URLSearchParams({
+          response_type: "code",
+          client_id: "desktop",
+          redirect_uri: "http://127.0.0.1:7777/callback",
+          code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+          code_challenge_method: "S256",
+          scope,
+          resource: `${ISSUER}/capability/execute`,
+        }).toString();
+        const page = await fetch(url, { headers: { "x-test-human": human } });
+        expect(page.status).toBe(200);
+        return ((await page.json()) as { consentToken: string }).consentToken;
+      };
+      const tokens = [await consentOn(a.base, "count"), await consentOn(b.base, "ping")];
+      const answers = await Promise.all(
+        [a, b].map((server, i) =>
+          fetch(`${server.base}/oauth/authorize`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/x-www-form-urlencoded",
+              "x-test-human": human,
+            },
+            body: new URLSearchParams({
+              consent: tokens[i] as string,
+              action: "approve",
+            }).toString(),
+            redirect: "manual",
+          }),
+        ),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual([303, 303]);
+      const grants = (await (await fetch(`${a.base}/test/grants?human=${human}`)).json()) as {
+        grantId: string;
+        capabilities: string[];
+      }[];
+      expect(grants).toHaveLength(1);
+      expect([...(grants[0]?.capabilities ?? [])].sort()).toEqual(["count", "ping"]);
+    }
+  });
+
   it("sees on one instance a revocation made on the other", async () => {
     await approvedToken();
     const fresh = await post(b.base, "/oauth/token", { grant_type: "client_credentials" });

@@ -7,6 +7,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import {
   type Grant,
+  type GrantLimits,
   type GrantStore,
   MemoryGrantStore,
   MemoryPendingRequestStore,
@@ -131,18 +132,26 @@ function grant(overrides: Partial<Grant> = {}): Grant {
   };
 }
 
+const LIMITS: GrantLimits = { perApprover: 100, perPrincipal: 10_000 };
+
+/** Approves `g` in `store`, expecting a new grant. */
+async function created(store: GrantStore, g: Grant, limits = LIMITS): Promise<Grant> {
+  const approval = await store.approve(g, limits);
+  expect(approval.outcome).toBe("created");
+  return (approval as { grant: Grant }).grant;
+}
+
 describe.each(grantStores)("GrantStore: %s", (_name, make) => {
-  it("creates, reads and lists grants newest first, by agent and by approver", async () => {
+  it("approves, reads and lists grants newest first, by agent and by approver", async () => {
     const store = make();
     const first = grant();
-    const second = grant({
-      principalId: first.principalId,
-      approvedBy: first.approvedBy,
-      createdAt: NOW + 1,
-    });
-    await store.create(first);
-    await store.create(second);
-    await expect(store.create(first)).rejects.toThrow();
+    const second = grant({ principalId: first.principalId, createdAt: NOW + 1 });
+    const third = grant({ approvedBy: first.approvedBy, createdAt: NOW + 2 });
+    expect(await created(store, first)).toEqual(first);
+    await created(store, second);
+    await created(store, third);
+    // An id already held, by a grant that is not the pair's: never overwritten.
+    await expect(store.approve(grant({ grantId: first.grantId }), LIMITS)).rejects.toThrow();
     expect(await store.get(first.grantId)).toEqual(first);
     expect(await store.get(unique("none"))).toBeUndefined();
     expect((await store.listByPrincipal(first.principalId)).map((g) => g.grantId)).toEqual([
@@ -150,16 +159,150 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
       first.grantId,
     ]);
     expect((await store.listByApprover(first.approvedBy)).map((g) => g.grantId)).toEqual([
-      second.grantId,
+      third.grantId,
       first.grantId,
     ]);
     expect(await store.listByApprover(unique("nobody"))).toEqual([]);
   });
 
+  it("a second approval by the same human widens and extends the pair's grant, under its id", async () => {
+    const store = make();
+    const first = await created(store, grant({ capabilities: ["a", "b"] }));
+    const again = grant({
+      principalId: first.principalId,
+      approvedBy: first.approvedBy,
+      capabilities: ["c", "b", "c"],
+      createdAt: NOW + 10,
+      expiresAt: first.expiresAt + 60_000,
+    });
+    const approval = await store.approve(again, LIMITS);
+    expect(approval).toEqual({
+      outcome: "extended",
+      previous: first,
+      grant: { ...first, capabilities: ["a", "b", "c"], expiresAt: first.expiresAt + 60_000 },
+    });
+    expect(await store.get(again.grantId)).toBeUndefined();
+    // An approval ending sooner shortens nothing.
+    const shorter = grant({ ...again, grantId: unique("g"), expiresAt: NOW + 1000 });
+    expect((await store.approve(shorter, LIMITS)).outcome).toBe("extended");
+    expect(await store.get(first.grantId)).toMatchObject({
+      capabilities: ["a", "b", "c"],
+      expiresAt: first.expiresAt + 60_000,
+      createdAt: first.createdAt,
+    });
+    expect(await store.listByPrincipal(first.principalId)).toHaveLength(1);
+  });
+
+  it("never revives a grant revoked as a whole or expired: the next approval makes a new one", async () => {
+    const store = make();
+    const revoked = await created(store, grant());
+    await store.revoke(revoked.grantId, undefined, NOW + 1);
+    const after = await created(
+      store,
+      grant({
+        principalId: revoked.principalId,
+        approvedBy: revoked.approvedBy,
+        createdAt: NOW + 2,
+      }),
+    );
+    expect(after.grantId).not.toBe(revoked.grantId);
+    expect(await store.get(revoked.grantId)).toMatchObject({ status: "revoked", capabilities: [] });
+    const expired = await created(store, grant({ expiresAt: NOW + 100 }));
+    const later = await created(
+      store,
+      grant({
+        principalId: expired.principalId,
+        approvedBy: expired.approvedBy,
+        createdAt: NOW + 100,
+      }),
+    );
+    expect(later.grantId).not.toBe(expired.grantId);
+    expect((await store.get(expired.grantId))?.expiresAt).toBe(NOW + 100);
+  });
+
+  it("binds an unbound grant to the approval's key; a bound one takes no approval without that key", async () => {
+    const store = make();
+    const jkt = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I";
+    const unbound = await created(store, grant({ capabilities: ["a"] }));
+    const pair = { principalId: unbound.principalId, approvedBy: unbound.approvedBy };
+    const bound = await store.approve(grant({ ...pair, capabilities: ["b"], jkt }), LIMITS);
+    expect(bound).toMatchObject({ outcome: "extended", grant: { jkt, capabilities: ["a", "b"] } });
+    for (const other of [undefined, "another-thumbprint"]) {
+      const refused = await store.approve(
+        grant({ ...pair, capabilities: ["c"], ...(other === undefined ? {} : { jkt: other }) }),
+        LIMITS,
+      );
+      expect(refused).toEqual({ outcome: "refused", reason: "bound_to_another_key" });
+    }
+    expect(await store.get(unbound.grantId)).toMatchObject({ jkt, capabilities: ["a", "b"] });
+    const same = await store.approve(grant({ ...pair, capabilities: ["c"], jkt }), LIMITS);
+    expect(same).toMatchObject({ outcome: "extended", grant: { capabilities: ["a", "b", "c"] } });
+  });
+
+  it("ends racing approvals of one pair in one grant holding every set", async () => {
+    const store = make();
+    const pair = { principalId: unique("agent"), approvedBy: unique("human") };
+    const names = Array.from({ length: 20 }, (_, i) => `cap-${i}`);
+    const approvals = await Promise.all(
+      names.map((name) => store.approve(grant({ ...pair, capabilities: [name] }), LIMITS)),
+    );
+    expect(approvals.filter((a) => a.outcome === "created")).toHaveLength(1);
+    expect(approvals.filter((a) => a.outcome === "extended")).toHaveLength(19);
+    const grants = await store.listByPrincipal(pair.principalId);
+    expect(grants).toHaveLength(1);
+    expect([...(grants[0]?.capabilities ?? [])].sort()).toEqual([...names].sort());
+  });
+
+  it("holds each human and each agent to their limit under racing approvals; nobody else", async () => {
+    const store = make();
+    const limits = { perApprover: 3, perPrincipal: 4 };
+    const human = unique("human");
+    const byHuman = await Promise.all(
+      Array.from({ length: 12 }, () => store.approve(grant({ approvedBy: human }), limits)),
+    );
+    expect(byHuman.filter((a) => a.outcome === "created")).toHaveLength(3);
+    for (const refused of byHuman.filter((a) => a.outcome !== "created"))
+      expect(refused).toEqual({ outcome: "refused", reason: "approver_limit" });
+    // Approving again an agent they approved widens its grant: no limit applies.
+    const mine = await store.listByApprover(human);
+    const again = grant({ approvedBy: human, principalId: mine[0]?.principalId as string });
+    expect((await store.approve(again, limits)).outcome).toBe("extended");
+    const agent = unique("agent");
+    const ofAgent = await Promise.all(
+      Array.from({ length: 12 }, () => store.approve(grant({ principalId: agent }), limits)),
+    );
+    expect(ofAgent.filter((a) => a.outcome === "created")).toHaveLength(4);
+    for (const refused of ofAgent.filter((a) => a.outcome !== "created"))
+      expect(refused).toEqual({ outcome: "refused", reason: "principal_limit" });
+    // Others are not affected, and a revocation makes room, for the human as for the agent.
+    expect((await store.approve(grant(), limits)).outcome).toBe("created");
+    await store.revoke(mine[0]?.grantId as string, undefined, NOW);
+    expect((await store.approve(grant({ approvedBy: human }), limits)).outcome).toBe("created");
+    const [theirs] = await store.listByPrincipal(agent);
+    await store.revoke(theirs?.grantId as string, undefined, NOW);
+    expect((await store.approve(grant({ principalId: agent }), limits)).outcome).toBe("created");
+  });
+
+  it("keeps no more of a human's ended grants than their limit, dropping the oldest", async () => {
+    const store = make();
+    const limits = { perApprover: 3, perPrincipal: 100 };
+    const human = unique("human");
+    const made: Grant[] = [];
+    for (let i = 0; i < 10; i++) {
+      const g = await created(store, grant({ approvedBy: human, createdAt: NOW + i }), limits);
+      made.push(g);
+      await store.revoke(g.grantId, undefined, NOW + i);
+    }
+    const listed = await store.listByApprover(human);
+    expect(listed.length).toBeLessThanOrEqual(limits.perApprover + 1);
+    expect(listed[0]?.grantId).toBe(made.at(-1)?.grantId);
+    expect(await store.get(made[0]?.grantId as string)).toBeUndefined();
+    expect(await store.listByPrincipal(made[0]?.principalId as string)).toEqual([]);
+  });
+
   it("revokes capabilities and whole grants idempotently and for good", async () => {
     const store = make();
-    const g = grant();
-    await store.create(g);
+    const g = await created(store, grant());
     expect((await store.revoke(g.grantId, ["b"], NOW))?.capabilities).toEqual(["a", "c"]);
     expect((await store.revoke(g.grantId, ["b"], NOW))?.capabilities).toEqual(["a", "c"]);
     const whole = await store.revoke(g.grantId, undefined, NOW + 5);
@@ -173,10 +316,8 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
   it("keeps the DPoP key a grant is bound to, through revocation", async () => {
     const store = make();
     const jkt = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I";
-    const bound = grant({ jkt });
-    const unbound = grant({ principalId: bound.principalId });
-    await store.create(bound);
-    await store.create(unbound);
+    const bound = await created(store, grant({ jkt }));
+    const unbound = await created(store, grant({ principalId: bound.principalId }));
     expect((await store.get(bound.grantId))?.jkt).toBe(jkt);
     expect(await store.get(unbound.grantId)).not.toHaveProperty("jkt");
     const listed = await store.listByPrincipal(bound.principalId);
@@ -190,8 +331,10 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
     expect(await store.revoke("a\u0000b", undefined, NOW)).toBeUndefined();
     expect(await store.listByPrincipal("a\u0000b")).toEqual([]);
     expect(await store.listByApprover("a\u0000b")).toEqual([]);
-    const fractional = grant({ createdAt: NOW + 0.5, expiresAt: NOW + 86_400_000.5 });
-    await store.create(fractional);
+    const fractional = await created(
+      store,
+      grant({ createdAt: NOW + 0.5, expiresAt: NOW + 86_400_000.5 }),
+    );
     expect((await store.revoke(fractional.grantId, ["a"], NOW + 0.25))?.capabilities).toEqual([
       "b",
       "c",
@@ -200,8 +343,7 @@ describe.each(grantStores)("GrantStore: %s", (_name, make) => {
 
   it("loses no revocation when several race on one grant", async () => {
     const store = make();
-    const g = grant({ capabilities: ["a", "b", "c", "d", "e", "f"] });
-    await store.create(g);
+    const g = await created(store, grant({ capabilities: ["a", "b", "c", "d", "e", "f"] }));
     await Promise.all(
       ["a", "b", "c", "d", "e"].map((name) => store.revoke(g.grantId, [name], NOW)),
     );
@@ -479,14 +621,37 @@ describe("the Redis grant indexes", () => {
     const store = new RedisGrantStore({ client: redis.client, prefix });
     const soon = grant({ expiresAt: NOW + 1000 });
     const later = grant({ principalId: soon.principalId, expiresAt: NOW + 86_400_000 });
-    await store.create(later);
-    await store.create(soon);
+    await created(store, later);
+    await created(store, soon);
     const record = await redis.client.pTTL(`${prefix}g:${later.grantId}`);
     const index = await redis.client.pTTL(`${prefix}p:${later.principalId}`);
     const approver = await redis.client.pTTL(`${prefix}a:${soon.approvedBy}`);
     expect(index).toBeGreaterThan(0);
     expect(Math.abs(index - record)).toBeLessThan(5000); // the longer grant's, not the shorter's
     expect(approver).toBeGreaterThan(0);
+  });
+
+  it("hold what one person leaves behind to their limit: a loop of approvals adds no keys", async () => {
+    const prefix = `${redis.prefix}grant-loop:${n++}:`;
+    const store = new RedisGrantStore({ client: redis.client, prefix });
+    const limits = { perApprover: 5, perPrincipal: 100 };
+    const keys = async () => (await redis.client.keys(`${prefix}*`)).length;
+    const human = unique("human");
+    const agent = unique("agent");
+    for (let i = 0; i < 100; i++)
+      await store.approve(grant({ approvedBy: human, principalId: agent }), limits);
+    // The record, the approver's and the agent's sets, the agent's active set.
+    expect(await keys()).toBe(4);
+    for (let i = 0; i < 100; i++) {
+      const approval = await store.approve(
+        grant({ approvedBy: human, createdAt: NOW + i }),
+        limits,
+      );
+      if (approval.outcome === "refused") throw new Error(approval.reason);
+      await store.revoke(approval.grant.grantId, undefined, NOW + i);
+    }
+    // Each ended grant kept: its record and its agent's set; at most the limit and the newest.
+    expect(await keys()).toBeLessThanOrEqual(4 + 2 * (limits.perApprover + 1));
   });
 });
 
@@ -559,7 +724,7 @@ describe("the PostgreSQL migration", () => {
       const store = new PostgresGrantStore({ pool: oldPool });
       expect(await store.get(before.grantId)).not.toHaveProperty("jkt");
       const bound = grant({ jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" });
-      await store.create(bound);
+      await created(store, bound);
       expect((await store.get(bound.grantId))?.jkt).toBe(bound.jkt);
       // The codes and refresh tokens gained who holds them, and each token its generation.
       const added = await oldPool.query(
@@ -613,6 +778,11 @@ describe("the PostgreSQL migration", () => {
     );
     const present = new Set(found.rows.map((row) => row.relname as string));
     for (const name of names) expect(present, name).toContain(name);
-    expect(names).toHaveLength(15); // five tables, ten indexes
+    expect(names).toHaveLength(17); // five tables, twelve indexes
+    const functions = await pool.query(
+      "SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1",
+      [schema],
+    );
+    expect(functions.rows.map((row) => row.proname)).toContain("portcullis_approve_grant");
   });
 });

@@ -104,12 +104,13 @@ describe("approving an agent at /device", () => {
   });
 
   it("shows on /agents the short thumbprint of the key a grant is bound to", async () => {
-    const alice = new Person(base, "127.0.0.5");
-    await alice.signIn("alice", "demo-alice");
+    // Bob's: a bound grant refuses the later polls of its human's approvals made without the key.
+    const bob = new Person(base, "127.0.0.5");
+    await bob.signIn("bob", "bob-password");
     const { user_code, device_code } = await beginAgent(base, "demo-agent", "demo-agent-secret");
-    const review = await alice.review(user_code);
+    const review = await bob.review(user_code);
     await new Promise((resolve) => setTimeout(resolve, 1100)); // the agent's poll interval
-    expect((await alice.decide(review.body, "approve")).status).toBe(200);
+    expect((await bob.decide(review.body, "approve")).status).toBe(200);
     const key = await dpop.generateKeyPair("ES256");
     const answer = await fetch(`${base}/oauth/token`, {
       method: "POST",
@@ -126,7 +127,7 @@ describe("approving an agent at /device", () => {
     });
     expect(((await answer.json()) as Record<string, unknown>).token_type).toBe("DPoP");
     const jkt = await dpop.calculateThumbprint(key.publicKey);
-    const page = await alice.send("/agents");
+    const page = await bob.send("/agents");
     expect(page.body).toContain(`<code title="${jkt}">${jkt.slice(0, 10)}…</code>`);
   });
 

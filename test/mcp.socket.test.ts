@@ -378,6 +378,18 @@ describe.each(LINES)("the SDK client (%s)", (line) => {
     },
   );
 
+  it("takes the grant that holds what is asked over a newer, narrower one: both tools run", async () => {
+    const s = await site({ mcp: { scopes: ["read_notes"] } });
+    await activeGrant(s.agents.runtime.grants, Date.now() - 1000, ["read_notes", "add_note"]);
+    await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"], AGENT_ID, "bob");
+    const client = await connect(line, s.base, s.mcpUrl);
+    expect((await client.callTool({ name: "read_notes", arguments: {} })).isError).toBeFalsy();
+    const added = await client.callTool({ name: "add_note", arguments: { text: "more" } });
+    await client.close();
+    expect(added.structuredContent).toEqual({ count: 2 });
+    expect(s.ran).toEqual(["read_notes", "add_note:more"]);
+  });
+
   it("refuses a tool the grant lacks: the client ends with an error, the handler never runs", async () => {
     const s = await site();
     const grant = await activeGrant(s.agents.runtime.grants, Date.now(), ["read_notes"]);

@@ -11,6 +11,7 @@ import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
 import { MemoryClientStore } from "../src/oauth2/index.ts";
 import { PostgresReplayStore } from "../src/stores/postgres/index.ts";
 import { RedisReplayStore } from "../src/stores/redis/index.ts";
+import { LIMITS } from "./support/grants.ts";
 import { postgresForTests } from "./support/postgres.ts";
 import { redisForTests } from "./support/redis.ts";
 
@@ -86,7 +87,7 @@ describe.each(stores)("replay across instances with skewed clocks (%s)", (_name,
         createdAt: Date.now() - 60_000,
         expiresAt: Date.now() + 86_400_000,
       };
-      await grants.create(grant);
+      await grants.approve(grant, LIMITS);
       const mint = async () =>
         ahead.runtime.tokens.mint({
           principalId: "agent-1",

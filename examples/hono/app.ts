@@ -143,14 +143,17 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       authorizationCode: {
         consentPage: async (request, consent) =>
           html(consentPage(await viewerOf(request), consent)),
-        errorPage: async (request, { description }) =>
+        errorPage: async (request, { error, description }) =>
           html(
             approvalOutcomePage(
               await viewerOf(request).catch(() => undefined),
-              `The client's request cannot be answered: ${description}.`,
+              // access_denied: this person may approve no more clients; the page links to theirs.
+              error === "access_denied"
+                ? description
+                : `The client's request cannot be answered: ${description}.`,
               false,
             ),
-            400,
+            error === "access_denied" ? 403 : 400,
           ),
         signedInAt,
         signInPath: "/login",
@@ -186,7 +189,11 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         const message = problemText(outcome.reason);
         return html(
           approvalOutcomePage(viewer, message, false),
-          outcome.reason === "too_many_attempts" ? 429 : 400,
+          outcome.reason === "too_many_attempts"
+            ? 429
+            : outcome.reason === "limit_reached"
+              ? 403
+              : 400,
         );
       },
     },
@@ -493,6 +500,8 @@ function problemText(reason: string): string {
       return "The form was incomplete.";
     case "not_reviewed":
       return "Enter the code and check what the agent asks for before approving.";
+    case "limit_reached":
+      return "You have approved as many agents as allowed. Revoke one you no longer use under Connected agents, then try again.";
     default:
       return "That code is unknown or has expired. Check it, or ask the agent for a new one.";
   }

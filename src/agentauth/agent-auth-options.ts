@@ -26,7 +26,8 @@ import {
 import type { CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
 import { type AgentDpopOptions, type DpopSettings, dpopSettings } from "./dpop.ts";
 import type { AgentEventListener } from "./events.ts";
-import type { GrantStore } from "./grants.ts";
+import { DEFAULT_GRANT_LIMITS } from "./grant-approval.ts";
+import type { GrantLimits, GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
 import type { ReplayStore } from "./replay.ts";
 import { CAPABILITY_CLOCK_TOLERANCE_SECONDS } from "./token.ts";
@@ -148,6 +149,24 @@ export interface AgentAuthOptions {
    * @default 86_400 (24 h)
    */
   readonly grantTtlSeconds?: number;
+  /**
+   * Most active grants one human holds: one per agent they approved (a new
+   * approval of an agent they already approved widens that grant). Over it,
+   * their next new agent is refused, with a page saying to revoke one first;
+   * nobody else is affected.
+   *
+   * @default 100
+   */
+  readonly maxGrantsPerApprover?: number;
+  /**
+   * Most active grants one agent holds: one per human who approved it. Over
+   * it, a further human's approval of that agent is refused; other agents are
+   * not affected. A public client many people share (one client id for every
+   * install of an application) counts each of them.
+   *
+   * @default 10_000
+   */
+  readonly maxGrantsPerAgent?: number;
   /**
    * Device code lifetime, in seconds: how long a human has to approve.
    *
@@ -292,6 +311,8 @@ const OPTION_NAMES = [
   "stores",
   "tokenTtlSeconds",
   "grantTtlSeconds",
+  "maxGrantsPerApprover",
+  "maxGrantsPerAgent",
   "deviceCodeLifetimeSeconds",
   "pollIntervalSeconds",
   "approvalResponse",
@@ -308,7 +329,7 @@ const OPTION_NAMES = [
 
 // The methods each store must have, by its key in `stores`.
 const STORE_METHODS: Record<keyof AgentAuthStores, readonly string[]> = {
-  grants: ["create", "get", "listByPrincipal", "listByApprover", "revoke"],
+  grants: ["approve", "get", "listByPrincipal", "listByApprover", "revoke"],
   replay: ["setIfAbsent"],
   pending: ["create", "getByUserCode", "getByPrincipal", "delete"],
   deviceCodes: ["create", "findByUserCode", "decide", "poll"],
@@ -321,6 +342,7 @@ const STORE_METHODS: Record<keyof AgentAuthStores, readonly string[]> = {
 export interface AgentAuthNumbers {
   readonly tokenTtlSeconds: number;
   readonly grantTtlSeconds: number;
+  readonly grantLimits: GrantLimits;
   readonly deviceCodeLifetimeSeconds: number;
   readonly pollIntervalSeconds: number;
   readonly maxBodyBytes: number;
@@ -399,6 +421,24 @@ export function checkAgentAuthOptions(options: AgentAuthOptions): AgentAuthNumbe
     ...(authorizationCode === undefined ? {} : { authorizationCode }),
     tokenTtlSeconds: integerOption(WHERE, "tokenTtlSeconds", options.tokenTtlSeconds, 120, 1, 3600),
     grantTtlSeconds: grantTtl(options.grantTtlSeconds),
+    grantLimits: {
+      perApprover: integerOption(
+        WHERE,
+        "maxGrantsPerApprover",
+        options.maxGrantsPerApprover,
+        DEFAULT_GRANT_LIMITS.perApprover,
+        1,
+        1_000_000,
+      ),
+      perPrincipal: integerOption(
+        WHERE,
+        "maxGrantsPerAgent",
+        options.maxGrantsPerAgent,
+        DEFAULT_GRANT_LIMITS.perPrincipal,
+        1,
+        10_000_000,
+      ),
+    },
     deviceCodeLifetimeSeconds: integerOption(
       WHERE,
       "deviceCodeLifetimeSeconds",

@@ -89,7 +89,10 @@ export interface AgentAuth {
   refresh(principalId: string, request?: RefreshRequest): Promise<RefreshResult>;
   /** Revokes a whole grant or some of its capabilities; idempotent and permanent. */
   revoke(grantId: string, capabilities?: readonly string[]): Promise<Grant | undefined>;
-  /** The grants one human approved, newest first. */
+  /**
+   * The agents one human approved, for their "agents I have approved" page:
+   * one grant per agent (its active one, else the last that ended), newest first.
+   */
   grantsApprovedBy(name: string): Promise<readonly Grant[]>;
   readonly paths: Required<AgentAuthPaths>;
   readonly runtime: AgentRuntime;
@@ -238,6 +241,7 @@ function agentRuntime(setup: Setup): AgentRuntime {
     registry,
     tokens: restart?.tokens ?? minted,
     grants,
+    grantLimits: numbers.grantLimits,
     replay,
     pending,
     reviews: approvalReviews({ keys, issuer, audience: url(paths.verification), now }),

@@ -13,7 +13,7 @@ import { MemoryClientStore } from "../oauth2/clients.ts";
 import { type AgentAuth, type AgentAuthOptions, agentAuth } from "./agent-auth.ts";
 import { type CapabilityDefinition, CapabilityRegistry } from "./capabilities.ts";
 import type { AgentEvent } from "./events.ts";
-import { type Grant, MemoryGrantStore } from "./grants.ts";
+import { type Grant, type GrantLimits, MemoryGrantStore } from "./grants.ts";
 import { refreshCapabilityToken } from "./refresh.ts";
 import { MemoryReplayStore, type ReplayStore } from "./replay.ts";
 import type { AgentSession } from "./session.ts";
@@ -545,7 +545,7 @@ describe("refreshCapabilityToken", () => {
       createdAt: t,
       expiresAt: t + DAY,
     };
-    await grants.create(g);
+    await grants.approve(g, { perApprover: 100, perPrincipal: 10_000 });
     const narrow = await refreshCapabilityToken(undefined, "agent-1", grants, config, {
       capabilities: ["a"],
     });
@@ -687,26 +687,22 @@ describe("the device flow when the grants store fails", () => {
   it("gives the approval back when the grant cannot be made; the retry makes the one grant", async () => {
     const grants = new (class extends MemoryGrantStore {
       failures = 1;
-      override async create(grant: Grant) {
+      override async approve(grant: Grant, limits: GrantLimits) {
         if (this.failures-- > 0) throw new Error("grants store down");
-        return super.create(grant);
+        return super.approve(grant, limits);
       }
     })();
     await failsThenMakesOneGrant(grants);
   });
 
-  it("finds the grant a create that failed late had made, and makes no second one", async () => {
-    // The write lands but its answer is lost, and the store stays down a moment longer.
+  it("finds the grant an approval that failed late had made, and makes no second one", async () => {
+    // The write lands but its answer is lost.
     const grants = new (class extends MemoryGrantStore {
       failures = 1;
-      lookups = 1;
-      override async create(grant: Grant) {
-        await super.create(grant);
+      override async approve(grant: Grant, limits: GrantLimits) {
+        const approval = await super.approve(grant, limits);
         if (this.failures-- > 0) throw new Error("no answer in time");
-      }
-      override async get(grantId: string) {
-        if (this.lookups-- > 0) throw new Error("still down");
-        return super.get(grantId);
+        return approval;
       }
     })();
     await failsThenMakesOneGrant(grants);
@@ -728,6 +724,21 @@ describe("agentAuth options", () => {
       { stores: { grant: new MemoryGrantStore() } },
       { stores: { replay: {} } },
       { grantTtlSeconds: 0 },
+      { maxGrantsPerApprover: 0 },
+      { maxGrantsPerApprover: "100" },
+      { maxGrantsPerAgent: 1.5 },
+      // A grant store written for `create`, before `approve`: refused when built, not per request.
+      {
+        stores: {
+          grants: {
+            create: async () => {},
+            get: async () => undefined,
+            listByPrincipal: async () => [],
+            listByApprover: async () => [],
+            revoke: async () => undefined,
+          },
+        },
+      },
       { tokenTtlSeconds: 0 },
       { onEvent: "log" },
       { dpop: { bindGrants: false } },
@@ -739,6 +750,21 @@ describe("agentAuth options", () => {
         JSON.stringify(Object.keys(bad)),
       ).rejects.toThrow(InvalidOptionsError);
     }
+  });
+
+  it("holds grants to 100 per human and 10 000 per agent unless told otherwise", async () => {
+    const base = {
+      issuer: ISSUER,
+      capabilities: definitions(),
+      clients: new MemoryClientStore(),
+      keys,
+    };
+    expect((await agentAuth(base)).runtime.grantLimits).toEqual({
+      perApprover: 100,
+      perPrincipal: 10_000,
+    });
+    const set = await agentAuth({ ...base, maxGrantsPerApprover: 5, maxGrantsPerAgent: 7 });
+    expect(set.runtime.grantLimits).toEqual({ perApprover: 5, perPrincipal: 7 });
   });
 
   it("names the misspelt dpop key, and leaves DPoP off unless asked", async () => {

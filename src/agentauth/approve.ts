@@ -11,6 +11,7 @@ import {
   type DeviceAuthorizationService,
   userCodeHash,
 } from "../oauth2/index.ts";
+import { approverRoom } from "./grant-approval.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /** What a human is asked to approve: the agent and the capabilities it wants. */
@@ -182,6 +183,9 @@ function agentDecision(
         !sameSet(reviewed.capabilities, pending.capabilities)
       )
         return { ok: false, reason: "not_reviewed" };
+      // Said before the code is approved; the poll's atomic step decides for good.
+      if ((await approverRoom(runtime, pending.principalId, approver)) !== undefined)
+        return { ok: false, reason: "limit_reached" };
       // Approved for the agent's own principal id, never the human's.
       return service.authorize(request, userCode, pending.principalId);
     }
@@ -199,6 +203,8 @@ const AGENT_MESSAGES: ApprovalMessages = {
   expired: "That code has expired. Ask the agent for a new one.",
   invalid_request: "The form was incomplete.",
   not_reviewed: "Open the code's page and check what the agent asks for before approving.",
+  limit_reached:
+    "You have approved as many agents as allowed. Revoke one you no longer use on the page of agents you approved, then try again.",
   too_many_attempts: "Too many wrong codes. Wait a while before trying again.",
 };
 

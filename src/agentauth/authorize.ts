@@ -41,7 +41,13 @@ import {
   requestAfterSignIn,
 } from "../oauth2/index.ts";
 import { toolNames } from "./capabilities.ts";
-import { effectiveStatus, type Grant } from "./grants.ts";
+import {
+  approveGrant,
+  approverRoom,
+  DEFAULT_GRANT_LIMITS,
+  type GrantRefusal,
+} from "./grant-approval.ts";
+import { effectiveStatus, type Grant, keyFits } from "./grants.ts";
 import { resourceTarget } from "./refresh.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
@@ -92,9 +98,13 @@ export interface AgentAuthorizationCodeOptions {
   /** Renders the consent page: the client's name and redirect host, the capabilities, a form. */
   readonly consentPage: (request: Request, consent: ConsentRequest) => Response | Promise<Response>;
   /**
-   * Renders the page for a request that cannot go back to its client (unknown client or redirect URI).
+   * Renders the page for a request that cannot go back to its client (unknown
+   * client or redirect URI), or that this human may not approve (`error`
+   * `access_denied`: they hold as many grants as allowed, see
+   * `maxGrantsPerApprover`; the description says so, for your page to link to
+   * the human's list of approved agents).
    *
-   * @default a minimal HTML page, status 400
+   * @default a minimal HTML page, status 400 (403 for `access_denied`)
    */
   readonly errorPage?: (
     request: Request,
@@ -295,6 +305,9 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
   // Consent is never remembered: every approval is asked for, so without a page there is none.
   if (noPage)
     return back(runtime, checked.redirectUri, checked.state, "consent_required", "consent needed");
+  // Said before the person decides; the answer's atomic step decides for good.
+  const full = await approverRoom(runtime, checked.client.clientId, person);
+  if (full !== undefined) return grantRefusalPage(endpoint, request, full);
   const signed = await consent.sign({
     subject: person,
     audience: consent.url,
@@ -361,8 +374,12 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
       "the request was denied",
     );
   const scope = claims.scope.split(" ");
-  // The code first: a code store that fails then leaves no grant behind, only a 503.
-  const grantId = randomToken(16);
+  // The grant first, then the code for it: the code names the grant that holds
+  // this approval, which may be this person's earlier grant of the client. A
+  // code store that fails then leaves the approval recorded; a new consent
+  // reuses that grant rather than adding one.
+  const granted = await createGrant(endpoint, request, checked, scope, approver);
+  if ("refused" in granted) return granted.refused;
   let code: string;
   try {
     code = await issueAuthorizationCode(
@@ -374,7 +391,7 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
         codeChallenge: checked.codeChallenge,
         resource: checked.resource,
         scope,
-        grantId,
+        grantId: granted.grant.grantId,
         approvedBy: approver,
         expiresAt: runtime.now() + CODE_LIFETIME_MS,
       },
@@ -393,7 +410,6 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
         : "the server is busy; try again shortly",
     );
   }
-  await createGrant(endpoint, checked, grantId, scope, approver);
   return authorizationRedirect(checked.redirectUri, runtime.urls.issuer, { code }, checked.state);
 }
 
@@ -462,35 +478,50 @@ function askedCapabilities(
   return resourceTarget(runtime, asked, checked.resource)?.capabilities ?? [];
 }
 
-/** One grant per approval, for the client: its principal is the client id, never the human. */
+/**
+ * The consent as a grant, for the client: its principal is the client id,
+ * never the human. This human's active grant of the client takes it (see
+ * `GrantStore.approve`); else a new one is made, within the limits. A refusal
+ * is a page for the human, saying why.
+ */
 async function createGrant(
   endpoint: AuthorizeEndpoint,
+  request: Request,
   checked: AuthorizationRequest,
-  grantId: string,
   capabilities: readonly string[],
   approvedBy: string,
-): Promise<Grant> {
+): Promise<{ readonly grant: Grant } | { readonly refused: Response }> {
   const { runtime } = endpoint;
   const now = runtime.now();
-  const grant: Grant = {
-    grantId,
+  const { approval, announce } = await approveGrant(runtime, {
+    grantId: randomToken(16),
     principalId: checked.client.clientId,
     status: "active",
     capabilities: [...capabilities],
     approvedBy,
     createdAt: now,
     expiresAt: now + endpoint.grantTtlSeconds * 1000,
-  };
-  await runtime.store(() => runtime.grants.create(grant));
-  runtime.emit({
-    type: "grant.created",
-    grantId: grant.grantId,
-    principalId: grant.principalId,
-    approvedBy,
-    capabilities: grant.capabilities,
-    expiresAt: grant.expiresAt,
   });
-  return grant;
+  // Told at once: a consent is answered once, so nothing retries this step.
+  announce();
+  if (approval.outcome !== "refused") return { grant: approval.grant };
+  return { refused: await grantRefusalPage(endpoint, request, approval.reason) };
+}
+
+/** Why this human cannot approve this client, on a page: the protocol's error, the human's reason. */
+function grantRefusalPage(
+  endpoint: AuthorizeEndpoint,
+  request: Request,
+  reason: GrantRefusal,
+): Promise<Response> {
+  const limits = endpoint.runtime.grantLimits ?? DEFAULT_GRANT_LIMITS;
+  const description =
+    reason === "approver_limit"
+      ? `You have approved as many clients as allowed (${limits.perApprover}). Revoke one you no longer use on the page of agents you approved, then try again.`
+      : reason === "principal_limit"
+        ? `This client has been approved by as many people as allowed (${limits.perPrincipal}).`
+        : "Your approval of this client is bound to the key of the agent you approved it for. Revoke it on the page of agents you approved to approve this client afresh.";
+  return errorPage(endpoint, request, "access_denied", description, 403);
 }
 
 /** The signed-in person, or `undefined`; a client's own credentials are refused (`AccessDeniedError`). */
@@ -577,12 +608,13 @@ async function errorPage(
   request: Request,
   error: string,
   description: string,
+  status = 400,
 ): Promise<Response> {
   const custom = endpoint.setup.options.errorPage;
   if (custom !== undefined) return custom(request, { error, description });
   return htmlResponse(
     html`<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${description}</p>`,
-    { status: 400 },
+    { status },
   );
 }
 
@@ -667,6 +699,9 @@ export function codeTokenIssuer(
       effectiveStatus(grant, runtime.now()) !== "active"
     )
       return { error: "invalid_grant", description: "the grant was revoked or has expired" };
+    // A grant another approval bound to a key mints only for that key.
+    if (!keyFits(grant, jkt))
+      return { error: "invalid_grant", description: "the grant is bound to another key" };
     const held = scope.filter((name) => grant.capabilities.includes(name));
     const target = resourceTarget(runtime, held, resource);
     if (target === undefined || target.capabilities.length === 0)

@@ -3,12 +3,34 @@ import type { AgentErrorCode } from "./wire.ts";
 /** What happened, with ids and outcomes; never a token or a secret. */
 export type AgentEvent =
   | {
+      /** A human approved an agent they had no active grant for. */
       readonly type: "grant.created";
       readonly grantId: string;
       readonly principalId: string;
       readonly approvedBy: string;
       readonly capabilities: readonly string[];
       readonly expiresAt: number;
+    }
+  | {
+      /** A human approved again an agent whose active grant they had: that grant took it. */
+      readonly type: "grant.extended";
+      readonly grantId: string;
+      readonly principalId: string;
+      readonly approvedBy: string;
+      /** The capabilities this approval added; none when it only extended the grant. */
+      readonly added: readonly string[];
+      /** Every capability the grant holds now. */
+      readonly capabilities: readonly string[];
+      readonly expiresAt: number;
+      /** Present when this approval bound the grant to a DPoP key. */
+      readonly bound?: true;
+    }
+  | {
+      /** An approval that made or changed nothing: the human or the agent holds as many grants as allowed, or the grant is bound to another key. */
+      readonly type: "grant.refused";
+      readonly principalId: string;
+      readonly approvedBy: string;
+      readonly reason: "bound_to_another_key" | "approver_limit" | "principal_limit";
     }
   | {
       readonly type: "grant.revoked";

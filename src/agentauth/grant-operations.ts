@@ -1,6 +1,6 @@
 import type { DeviceAuthorizationService } from "../oauth2/index.ts";
 import { describeAgentRequest } from "./approve.ts";
-import type { Grant } from "./grants.ts";
+import { effectiveStatus, type Grant } from "./grants.ts";
 import { type RefreshRequest, refreshCapabilityToken } from "./refresh.ts";
 import { resolveSession } from "./resolve-session.ts";
 import type { AgentRuntime } from "./runtime.ts";
@@ -16,8 +16,26 @@ export function grantOperations(runtime: AgentRuntime, service: DeviceAuthorizat
       runtime.store(() => refreshCapabilityToken(undefined, principalId, grants, runtime, request)),
     revoke: (grantId: string, revoked?: readonly string[]) =>
       revokeGrant(runtime, grantId, revoked),
-    grantsApprovedBy: (name: string) => runtime.store(() => grants.listByApprover(name)),
+    grantsApprovedBy: async (name: string) =>
+      onePerAgent(await runtime.store(() => grants.listByApprover(name)), runtime.now()),
   };
+}
+
+/**
+ * A human's grants as their "agents I have approved" page lists them: one per
+ * agent, its active grant, else the last that ended; newest first.
+ */
+function onePerAgent(grants: readonly Grant[], now: number): readonly Grant[] {
+  const shown = new Map<string, Grant>();
+  for (const grant of grants) {
+    const seen = shown.get(grant.principalId);
+    if (
+      seen === undefined ||
+      (effectiveStatus(seen, now) !== "active" && effectiveStatus(grant, now) === "active")
+    )
+      shown.set(grant.principalId, grant);
+  }
+  return [...shown.values()].sort((a, b) => b.createdAt - a.createdAt);
 }
 
 /** Revokes a whole grant or some of its capabilities, telling `onEvent` what changed. */

@@ -40,6 +40,8 @@ export { type ExecuteOptions, executeHandler } from "./execute.ts";
 export {
   effectiveStatus,
   type Grant,
+  type GrantApproval,
+  type GrantLimits,
   type GrantStatus,
   type GrantStore,
   grantToJson,

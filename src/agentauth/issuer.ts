@@ -1,21 +1,24 @@
 import { randomToken } from "../core/encoding.ts";
-import type { AccessTokenIssuer, ClientCredentialsHandler } from "../oauth2/index.ts";
-import type { Grant } from "./grants.ts";
+import type { AccessTokenIssuer, ClientCredentialsHandler, OAuthFailure } from "../oauth2/index.ts";
+import { approveGrant, type GrantRefusal } from "./grant-approval.ts";
 import { refreshCapabilityToken, resourceTarget, tokenTarget } from "./refresh.ts";
 import type { AgentRuntime } from "./runtime.ts";
 
 /**
  * The access-token issuer of the device flow for agents: on the first
  * successful poll it looks up what the agent asked for with `getByPrincipal`,
- * creates the Grant and mints the first capability token. The device code is
- * single-use, and the pending request is removed once the grant exists, so one
- * approval makes exactly one grant and one token. That token is for the
- * execute URL and carries the grant's executable capabilities; a grant of
- * capabilities served only at their own locations gets one for the location
- * of the first. Tokens for the other locations come from `client_credentials`
- * with `resource`. When a step fails, the
- * device flow gives the approval back and the retry finds the pending request
- * still there, and the grant under the id the request chose, if it was made.
+ * records the approval as a grant (a new one, or the active grant of this
+ * agent and this human, widened: `GrantStore.approve`) and mints the first
+ * capability token. The device code is single-use, and the pending request is
+ * removed once the grant holds the approval, so one approval makes one token.
+ * That token is for the execute URL and carries the grant's executable
+ * capabilities; a grant of capabilities served only at their own locations
+ * gets one for the location of the first. Tokens for the other locations come
+ * from `client_credentials` with `resource`. When a step fails, the device
+ * flow gives the approval back, and the retry finds the pending request still
+ * there and the grant already holding it. A grant bound to a DPoP key takes
+ * an approval only from a poll proving that key: another poll is refused
+ * (`invalid_dpop_proof`) before anything changes, and the approval is given back.
  */
 export function newAccessTokenIssuer(
   runtime: AgentRuntime,
@@ -33,45 +36,37 @@ export function newAccessTokenIssuer(
       !sameSet(pending.capabilities, scope)
     )
       return { error: "invalid_grant", description: "the approved request is no longer pending" };
-    const capabilities = pending.capabilities.filter((name) => runtime.registry.has(name));
-    // One audience per token: the one asked for, else where the grant's capabilities can be used.
-    const target =
-      resource === undefined
-        ? (tokenTarget(runtime.registry, capabilities, runtime.urls.execute) ?? {
-            audience: runtime.urls.execute,
-            capabilities,
-          })
-        : resourceTarget(runtime, capabilities, resource);
-    if (target === undefined)
+    const approved = pending.capabilities.filter((name) => runtime.registry.has(name));
+    // Checked before the grant changes: a resource serving nothing approved spends nothing.
+    if (resource !== undefined && resourceTarget(runtime, approved, resource) === undefined)
       return { error: "invalid_target", description: "nothing asked for is served at resource" };
-    let grant: Grant = {
+    const { approval, announce } = await approveGrant(runtime, {
       grantId: pending.grantId ?? randomToken(16),
       principalId: subject,
       status: "active",
-      capabilities,
+      capabilities: approved,
       approvedBy,
       createdAt: now,
       expiresAt: now + grantTtlSeconds * 1000,
       // The approval poll's key binds the grant: later refreshes must prove it.
       ...(jkt !== undefined && runtime.dpop?.bindGrant === true ? { jkt } : {}),
-    };
-    try {
-      await runtime.store(() => runtime.grants.create(grant));
-    } catch (error) {
-      // A create that failed late (a timeout after the write) may have made this approval's grant.
-      const made =
-        pending.grantId === undefined
-          ? undefined
-          : await runtime.store(() => runtime.grants.get(grant.grantId));
-      if (
-        made === undefined ||
-        made.principalId !== subject ||
-        made.approvedBy !== approvedBy ||
-        made.jkt !== grant.jkt
-      )
-        throw error;
-      grant = made;
+    });
+    if (approval.outcome === "refused") {
+      announce();
+      return approvalRefusal(approval.reason, jkt);
     }
+    const { grant } = approval;
+    // What this approval asked for (the grant may hold more from earlier ones), for one
+    // audience: the one asked for, else where those capabilities can be used.
+    const target =
+      resource === undefined
+        ? (tokenTarget(runtime.registry, approved, runtime.urls.execute) ?? {
+            audience: runtime.urls.execute,
+            capabilities: approved,
+          })
+        : (resourceTarget(runtime, approved, resource) as NonNullable<
+            ReturnType<typeof resourceTarget>
+          >);
     await runtime.store(() => runtime.pending.delete(subject, pending.userCodeHash));
     const minted = await runtime.tokens.mint({
       principalId: subject,
@@ -81,14 +76,7 @@ export function newAccessTokenIssuer(
       ...(jkt === undefined ? {} : { jkt }),
     });
     // Told once everything held: a failed attempt that is retried tells nothing twice.
-    runtime.emit({
-      type: "grant.created",
-      grantId: grant.grantId,
-      principalId: subject,
-      approvedBy,
-      capabilities: grant.capabilities,
-      expiresAt: grant.expiresAt,
-    });
+    announce();
     runtime.emit({
       type: "token.issued",
       grantId: grant.grantId,
@@ -104,6 +92,25 @@ export function newAccessTokenIssuer(
       scope: target.capabilities,
       tokenType: jkt === undefined ? "Bearer" : "DPoP",
     };
+  };
+}
+
+/** The poll's answer to an approval the grant store refused (RFC 6749 §5.2, RFC 9449 §5). */
+function approvalRefusal(reason: GrantRefusal, jkt: string | undefined): OAuthFailure {
+  if (reason === "bound_to_another_key")
+    return {
+      error: "invalid_dpop_proof",
+      description:
+        jkt === undefined
+          ? "this agent's grant is bound to a DPoP key: poll with a proof of it"
+          : "this agent's grant is bound to another DPoP key",
+    };
+  return {
+    error: "access_denied",
+    description:
+      reason === "approver_limit"
+        ? "the person approving holds as many grants as allowed"
+        : "this agent holds as many grants as allowed",
   };
 }
 

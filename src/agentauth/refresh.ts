@@ -1,6 +1,6 @@
 import type { ContextSource } from "../core/context.ts";
 import { type CapabilityRegistry, isExecutable } from "./capabilities.ts";
-import { effectiveStatus, type Grant, type GrantStore } from "./grants.ts";
+import { effectiveStatus, type Grant, type GrantStore, keyFits } from "./grants.ts";
 import type { CapabilityTokens, MintedToken } from "./token.ts";
 
 /** What `refreshCapabilityToken` needs besides the grants. */
@@ -51,9 +51,9 @@ export type RefreshResult =
       readonly ok: false;
       /**
        * No active, unexpired grant covers what was asked; or the audience is no
-       * granted location; or the grant that covers it is bound to a DPoP key
-       * and no proof (`dpop_proof_required`) or one by another key
-       * (`bound_to_another_key`) came with the request.
+       * granted location; or no proof came while any active grant of the agent
+       * is bound to a DPoP key (`dpop_proof_required`); or every grant that
+       * covers it is bound to another key than the proof's (`bound_to_another_key`).
        */
       readonly reason:
         | "no_active_grant"
@@ -66,7 +66,11 @@ export type RefreshResult =
 /**
  * Mints a fresh capability token for `principalId` from a grant re-read from
  * the store that is still active and unexpired, without a new approval. It
- * never creates a grant and never widens one. Call it only from a channel
+ * never creates a grant and never widens one. Of the agent's grants (one per
+ * human who approved it), it takes the one whose token carries the most of
+ * what was asked, the newest of equals; once any of them is bound to a DPoP
+ * key, a request without a proof mints nothing, and a grant bound to a key
+ * mints only for that key. Call it only from a channel
  * that has already authenticated `principalId` (the token endpoint's
  * `client_credentials` grant, a session- or API-key-gated endpoint, a job):
  * `ctx` is that channel's request or context, for the record only.
@@ -86,6 +90,10 @@ export async function refreshCapabilityToken(
     (grant) => grant.principalId === principalId && effectiveStatus(grant, now) === "active",
   );
   if (active.length === 0) return { ok: false, reason: "no_active_grant" };
+  // Once the agent proved a key for any grant, it proves it for every token: a
+  // leaked client secret alone mints nothing, whichever human's grant would serve.
+  if (request.jkt === undefined && active.some((grant) => grant.jkt !== undefined))
+    return { ok: false, reason: "dpop_proof_required" };
   const forTools = request.audience !== undefined && request.audience === tokenConfig.urls?.mcp;
   // What each grant would give: all that was asked (or, for MCP, the tools of it the grant holds).
   const given = (grant: Grant): readonly string[] | undefined => {
@@ -99,23 +107,26 @@ export async function refreshCapabilityToken(
   };
   const covering = active.filter((candidate) => given(candidate) !== undefined);
   if (covering.length === 0) return { ok: false, reason: "capability_not_granted" };
-  // A grant bound to a key mints only for that key: a leaked client secret alone mints nothing.
-  const grant = covering.find(
-    (candidate) => candidate.jkt === undefined || candidate.jkt === request.jkt,
-  );
-  if (grant === undefined)
-    return {
-      ok: false,
-      reason: request.jkt === undefined ? "dpop_proof_required" : "bound_to_another_key",
-    };
+  // A grant bound to a key mints only for that key; an unbound one, for the proof's key if any.
+  const usable = covering.filter((candidate) => keyFits(candidate, request.jkt));
+  if (usable.length === 0) return { ok: false, reason: "bound_to_another_key" };
+  // The grant whose token carries the most of what was asked; of equals, the newest.
+  let best: { grant: Grant; audience: string; capabilities: readonly string[] } | undefined;
+  for (const grant of usable) {
+    const asked = given(grant) as readonly string[];
+    const target =
+      request.audience === undefined
+        ? tokenTarget(registry, asked, tokens.executeUrl)
+        : resourceTarget(tokenConfig, asked, request.audience);
+    if (
+      target !== undefined &&
+      (best === undefined || target.capabilities.length > best.capabilities.length)
+    )
+      best = { grant, ...target };
+  }
+  if (best === undefined) return { ok: false, reason: "invalid_audience" };
+  const { grant, capabilities, audience } = best;
   const jkt = grant.jkt ?? request.jkt;
-  const asked = given(grant) as readonly string[];
-  const target =
-    request.audience === undefined
-      ? tokenTarget(registry, asked, tokens.executeUrl)
-      : resourceTarget(tokenConfig, asked, request.audience);
-  if (target === undefined) return { ok: false, reason: "invalid_audience" };
-  const { capabilities, audience } = target;
   const token = await tokens.mint({
     principalId,
     grantId: grant.grantId,

@@ -1,7 +1,7 @@
 import type { CapabilityRegistry } from "./capabilities.ts";
 import type { DpopSettings } from "./dpop.ts";
 import type { AgentEvent, AgentEventListener } from "./events.ts";
-import type { GrantStore } from "./grants.ts";
+import type { GrantLimits, GrantStore } from "./grants.ts";
 import type { PendingRequestStore } from "./pending.ts";
 import type { ReplayStore } from "./replay.ts";
 import type { ApprovalReviews } from "./review.ts";
@@ -30,6 +30,12 @@ export interface AgentRuntime {
   readonly registry: CapabilityRegistry;
   readonly tokens: CapabilityTokens;
   readonly grants: GrantStore;
+  /**
+   * How many active grants one human and one agent may hold.
+   *
+   * @default { perApprover: 100, perPrincipal: 10_000 }
+   */
+  readonly grantLimits?: GrantLimits;
   readonly replay: ReplayStore;
   readonly pending: PendingRequestStore;
   /** Issues and checks the proof that a human was shown a request before approving it. */

@@ -13,6 +13,7 @@ const MESSAGES: Required<ApprovalMessages> = {
   expired: `expired ${MARKUP}`,
   invalid_request: `invalid_request ${MARKUP}`,
   not_reviewed: `not_reviewed ${MARKUP}`,
+  limit_reached: `limit_reached ${MARKUP}`,
   too_many_attempts: `too_many_attempts ${MARKUP}`,
 };
 
@@ -31,6 +32,7 @@ const RESULTS: [keyof ApprovalMessages, DeviceApproveResult][] = [
   ["expired", { action: "approve", outcome: { ok: false, reason: "expired" } }],
   ["invalid_request", { action: undefined, outcome: { ok: false, reason: "invalid_request" } }],
   ["not_reviewed", { action: "approve", outcome: { ok: false, reason: "not_reviewed" } }],
+  ["limit_reached", { action: "approve", outcome: { ok: false, reason: "limit_reached" } }],
   [
     "too_many_attempts",
     {
@@ -53,8 +55,8 @@ describe("approvalPage", () => {
 
   it("answers each outcome with its status, and Retry-After when throttled", () => {
     const statuses = RESULTS.map(([, result]) => approvalPage(result, "t", MESSAGES).status);
-    expect(statuses).toEqual([200, 200, 400, 400, 400, 400, 429]);
-    const throttled = approvalPage((RESULTS[6] as [string, DeviceApproveResult])[1], "t", MESSAGES);
+    expect(statuses).toEqual([200, 200, 400, 400, 400, 400, 403, 429]);
+    const throttled = approvalPage((RESULTS[7] as [string, DeviceApproveResult])[1], "t", MESSAGES);
     expect(throttled.headers.get("retry-after")).toBe("30");
   });
 });

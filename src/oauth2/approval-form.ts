@@ -29,8 +29,12 @@ export type DeviceApproveResult =
     }
   | {
       readonly action: "approve";
-      /** The post carried no proof that the human was shown what the code asks for. */
-      readonly outcome: { readonly ok: false; readonly reason: "not_reviewed" };
+      /**
+       * `not_reviewed`: the post carried no proof that the human was shown what
+       * the code asks for. `limit_reached`: this human may approve nothing more
+       * until they revoke something (nothing was approved).
+       */
+      readonly outcome: { readonly ok: false; readonly reason: "not_reviewed" | "limit_reached" };
     };
 
 /**
@@ -67,7 +71,9 @@ export interface ApprovalFormOptions {
     action: DeviceApproveAction,
     userCode: string | undefined,
     form: OAuthParameters,
-  ) => Promise<UserCodeOutcome | { readonly ok: false; readonly reason: "not_reviewed" }>;
+  ) => Promise<
+    UserCodeOutcome | { readonly ok: false; readonly reason: "not_reviewed" | "limit_reached" }
+  >;
   /** Builds the page answering the post (`approvalPage` makes a minimal one). */
   readonly respond: (result: DeviceApproveResult, request: Request) => Response | Promise<Response>;
   /**
@@ -144,12 +150,15 @@ export interface ApprovalMessages {
   readonly invalid_request: string;
   /** @default the `invalid_request` message */
   readonly not_reviewed?: string;
+  /** @default the `invalid_request` message */
+  readonly limit_reached?: string;
   readonly too_many_attempts: string;
 }
 
 /**
  * A minimal HTML page for an approval outcome, with its status (429 with
- * `Retry-After` when throttled). The title and messages are text: escaped.
+ * `Retry-After` when throttled, 403 when the human may approve no more). The
+ * title and messages are text: escaped.
  */
 export function approvalPage(
   result: DeviceApproveResult,
@@ -157,7 +166,13 @@ export function approvalPage(
   messages: ApprovalMessages,
 ): Response {
   const { outcome } = result;
-  const status = outcome.ok ? 200 : outcome.reason === "too_many_attempts" ? 429 : 400;
+  const status = outcome.ok
+    ? 200
+    : outcome.reason === "too_many_attempts"
+      ? 429
+      : outcome.reason === "limit_reached"
+        ? 403
+        : 400;
   const message = outcome.ok
     ? messages[result.action as DeviceApproveAction]
     : outcomeMessage(outcome.reason, messages);
@@ -181,6 +196,8 @@ function outcomeMessage(
       return messages.expired ?? messages.invalid_code;
     case "not_reviewed":
       return messages.not_reviewed ?? messages.invalid_request;
+    case "limit_reached":
+      return messages.limit_reached ?? messages.invalid_request;
     case "unconfirmed":
       return messages.invalid_request;
     default:

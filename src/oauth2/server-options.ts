@@ -149,7 +149,11 @@ export interface AuthorizationServerOptions {
   readonly clients: ClientStore;
   /** The scope names a client may ask for. */
   readonly scopes: ScopePolicy;
-  /** Mints the token when an approved device code is polled. */
+  /**
+   * Mints the token when an approved device code is polled. Its
+   * `invalid_target` and `invalid_dpop_proof` answers give the approval back
+   * (the client's next poll may retry it); any other error spends it.
+   */
   readonly issueAccessToken: AccessTokenIssuer;
   /**
    * Serves `grant_type=client_credentials`.

@@ -151,8 +151,12 @@ function deviceCodeGrant(settings: ServerSettings): TokenGrant {
         "the approval was lost to a server failure; start a new device authorization",
       );
     }
-    // A resource that serves nothing approved is the client's mistake: the approval is given back.
-    if ("error" in issued && issued.error === "invalid_target")
+    // A resource that serves nothing approved, or a proof of the wrong key, is the client's
+    // mistake, refused before anything changed: the approval is given back.
+    if (
+      "error" in issued &&
+      (issued.error === "invalid_target" || issued.error === "invalid_dpop_proof")
+    )
       await service.release(deviceCode, client.clientId, result.consumedAt);
     return tokenResponse(issued, result.scope, boundFor(client, proof));
   };

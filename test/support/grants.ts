@@ -1,21 +1,29 @@
-import type { Grant, GrantStore } from "../../src/agentauth/index.ts";
+import type { Grant, GrantLimits, GrantStore } from "../../src/agentauth/index.ts";
 
-/** An active grant approved by alice at `at` for a day, stored in `grants`. */
+/** The default limits of `agentAuth`. */
+export const LIMITS: GrantLimits = { perApprover: 100, perPrincipal: 10_000 };
+
+/**
+ * An active grant approved by `approvedBy` (alice) at `at` for a day, stored in
+ * `grants`: the pair's grant, widened when it had one.
+ */
 export async function activeGrant(
   grants: GrantStore,
   at: number,
   capabilities: readonly string[],
   principalId = "agent-1",
+  approvedBy = "alice",
 ): Promise<Grant> {
   const created: Grant = {
     grantId: `g-${crypto.randomUUID()}`,
     principalId,
     status: "active",
     capabilities: [...capabilities],
-    approvedBy: "alice",
+    approvedBy,
     createdAt: at,
     expiresAt: at + 86_400_000,
   };
-  await grants.create(created);
-  return created;
+  const approved = await grants.approve(created, LIMITS);
+  if (approved.outcome === "refused") throw new Error(`grant refused: ${approved.reason}`);
+  return approved.grant;
 }

@@ -30,6 +30,79 @@ BEGIN
   END IF;
 END $$;
 
+-- Each agent's and each approver's active grants, counted when an approval would add one.
+CREATE INDEX IF NOT EXISTS portcullis_grants_active_principal
+  ON portcullis_grants (principal_id, expires_at) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS portcullis_grants_active_approver
+  ON portcullis_grants (approved_by, expires_at) WHERE status = 'active';
+
+-- A human's approval of an agent, in one call (GrantStore.approve): the pair's active grant takes
+-- it (capabilities added, expiry extended, same id; a grant bound to a DPoP key only from that
+-- key), else a new grant within the limits, and the approver's ended grants beyond their limit go.
+-- Approvals by one human, and of one agent, take turns on advisory locks held until the call's
+-- transaction ends, and each statement reads afresh (READ COMMITTED): two racing approvals of one
+-- pair end in one grant, and no limit is passed.
+CREATE OR REPLACE FUNCTION portcullis_approve_grant(
+  p_grant_id text,
+  p_principal_id text,
+  p_capabilities text[],
+  p_approved_by text,
+  p_created_at bigint,
+  p_expires_at bigint,
+  p_jkt text,
+  p_per_approver integer,
+  p_per_principal integer
+) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  held portcullis_grants%ROWTYPE;
+  changed portcullis_grants%ROWTYPE;
+BEGIN
+  PERFORM pg_advisory_xact_lock(731834939, hashtext(p_approved_by));
+  PERFORM pg_advisory_xact_lock(731834940, hashtext(p_principal_id));
+  SELECT * INTO held FROM portcullis_grants
+    WHERE principal_id = p_principal_id AND approved_by = p_approved_by
+      AND status = 'active' AND expires_at > p_created_at
+    ORDER BY created_at DESC LIMIT 1;
+  IF FOUND THEN
+    IF held.jkt IS NOT NULL AND held.jkt IS DISTINCT FROM p_jkt THEN
+      RETURN jsonb_build_object('outcome', 'refused', 'reason', 'bound_to_another_key');
+    END IF;
+    UPDATE portcullis_grants SET
+      capabilities = held.capabilities || ARRAY(
+        SELECT c FROM (
+          SELECT DISTINCT ON (c) c, i FROM unnest(p_capabilities) WITH ORDINALITY AS t(c, i)
+          ORDER BY c, i
+        ) AS asked
+        WHERE NOT (c = ANY(held.capabilities)) ORDER BY i),
+      expires_at = GREATEST(held.expires_at, p_expires_at),
+      jkt = COALESCE(held.jkt, p_jkt)
+    WHERE grant_id = held.grant_id
+    RETURNING * INTO changed;
+    RETURN jsonb_build_object(
+      'outcome', 'extended', 'grant', to_jsonb(changed), 'previous', to_jsonb(held));
+  END IF;
+  IF (SELECT count(*) FROM portcullis_grants
+      WHERE approved_by = p_approved_by AND status = 'active' AND expires_at > p_created_at)
+      >= p_per_approver THEN
+    RETURN jsonb_build_object('outcome', 'refused', 'reason', 'approver_limit');
+  END IF;
+  IF (SELECT count(*) FROM portcullis_grants
+      WHERE principal_id = p_principal_id AND status = 'active' AND expires_at > p_created_at)
+      >= p_per_principal THEN
+    RETURN jsonb_build_object('outcome', 'refused', 'reason', 'principal_limit');
+  END IF;
+  INSERT INTO portcullis_grants
+    (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, jkt)
+    VALUES (p_grant_id, p_principal_id, 'active', p_capabilities, p_approved_by, p_created_at,
+            p_expires_at, p_jkt)
+    RETURNING * INTO changed;
+  DELETE FROM portcullis_grants WHERE grant_id IN (
+    SELECT grant_id FROM portcullis_grants
+    WHERE approved_by = p_approved_by AND (status <> 'active' OR expires_at <= p_created_at)
+    ORDER BY created_at DESC OFFSET p_per_approver);
+  RETURN jsonb_build_object('outcome', 'created', 'grant', to_jsonb(changed));
+END $$;
+
 CREATE TABLE IF NOT EXISTS portcullis_replay (
   jti        text PRIMARY KEY,
   expires_at bigint NOT NULL

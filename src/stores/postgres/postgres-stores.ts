@@ -1,5 +1,11 @@
 import { readFile } from "node:fs/promises";
-import type { Grant, GrantStore, ReplayStore } from "../../agentauth/index.ts";
+import type {
+  Grant,
+  GrantApproval,
+  GrantLimits,
+  GrantStore,
+  ReplayStore,
+} from "../../agentauth/index.ts";
 import { serverCutoff, withDeadline } from "../../core/deadline.ts";
 import { InvalidOptionsError, StoreFullError } from "../../core/errors.ts";
 import { rejectUnknownKeys, timeoutOption } from "../../core/options.ts";
@@ -243,7 +249,10 @@ export class PostgresReplayStore extends PostgresStore implements ReplayStore {
 // Ended grants stay listed this long after they expire; `prune` removes older ones.
 const GRANT_RETENTION_MS = 30 * 86_400_000;
 
-/** `GrantStore` on PostgreSQL: grants survive restarts; revocation is one conditional update. */
+/**
+ * `GrantStore` on PostgreSQL: grants survive restarts; an approval is one call
+ * of the migration's `portcullis_approve_grant`, revocation one conditional update.
+ */
 export class PostgresGrantStore extends PostgresStore implements GrantStore {
   #calls = 0;
 
@@ -251,24 +260,48 @@ export class PostgresGrantStore extends PostgresStore implements GrantStore {
     super("PostgresGrantStore", options);
   }
 
-  async create(grant: Grant): Promise<void> {
+  async approve(grant: Grant, limits: GrantLimits): Promise<GrantApproval> {
     if (++this.#calls % PRUNE_EVERY === 0) pruneAside(this.prune(grant.createdAt));
-    await this.change(
-      `INSERT INTO portcullis_grants
-         (grant_id, principal_id, status, capabilities, approved_by, created_at, expires_at, revoked_at, jkt)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    // A SELECT of a function that writes: kept only if answered in time, like any change.
+    const result = await this.change(
+      "SELECT portcullis_approve_grant($1, $2, $3, $4, $5, $6, $7, $8, $9) AS approval",
       [
         grant.grantId,
         grant.principalId,
-        grant.status,
         [...grant.capabilities],
         grant.approvedBy,
         Math.floor(grant.createdAt),
         Math.ceil(grant.expiresAt),
-        grant.revokedAt === undefined ? null : Math.floor(grant.revokedAt),
         grant.jkt ?? null,
+        limits.perApprover,
+        limits.perPrincipal,
       ],
     );
+    const approval = result.rows[0]?.approval as
+      | {
+          outcome: string;
+          reason?: string;
+          grant?: Record<string, unknown>;
+          previous?: Record<string, unknown>;
+        }
+      | undefined;
+    if (approval?.outcome === "created" && approval.grant !== undefined)
+      return { outcome: "created", grant: toGrant(approval.grant) };
+    if (approval?.outcome === "extended" && approval.grant && approval.previous)
+      return {
+        outcome: "extended",
+        grant: toGrant(approval.grant),
+        previous: toGrant(approval.previous),
+      };
+    const reason = approval?.reason;
+    if (
+      approval?.outcome === "refused" &&
+      (reason === "bound_to_another_key" ||
+        reason === "approver_limit" ||
+        reason === "principal_limit")
+    )
+      return { outcome: "refused", reason };
+    throw new TypeError("unexpected answer from portcullis_approve_grant");
   }
 
   async get(grantId: string): Promise<Grant | undefined> {
