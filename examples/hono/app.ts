@@ -122,7 +122,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   const documents =
     options.clientMetadataDocuments ??
     clientMetadataDocuments({ ...nodeClientMetadataTransport() });
-  const directory = clientsWithMetadataDocuments(clients, documents);
+  // Read for the connected-agents page, which only a signed-in person sees.
+  const directory = clientsWithMetadataDocuments(clients, documents, "signed_in");
   const agents = await createAgents(
     issuer,
     {

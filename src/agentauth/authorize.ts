@@ -31,6 +31,7 @@ import {
   type CodeGrantIssue,
   checkAuthorizationRequest,
   checkDynamicRegistrationOptions,
+  clientMetadataDocumentsOption,
   type DynamicRegistrationOptions,
   type DynamicRegistrationSettings,
   type IssuedToken,
@@ -181,13 +182,7 @@ export function checkAuthorizationCodeOptions(
     ["consentPage", "signedInAt"],
   );
   mountPathOption(WHERE, "signInPath", options.signInPath);
-  if (
-    options.clientMetadataDocuments !== undefined &&
-    typeof options.clientMetadataDocuments?.resolve !== "function"
-  )
-    throw new InvalidOptionsError(
-      `${WHERE}: clientMetadataDocuments must come from clientMetadataDocuments()`,
-    );
+  clientMetadataDocumentsOption(WHERE, options.clientMetadataDocuments);
   return {
     options,
     path: mountPathOption(WHERE, "path", options.path ?? "/oauth/authorize"),
@@ -284,7 +279,9 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
     const forced = query.has("max_age") || query.getAll("prompt").some(hasLogin);
     return toSignIn(endpoint, forced ? requestAfterSignIn(query, runtime.now()) : query, false);
   }
-  const checked = await checkAuthorizationRequest(query, endpoint.policy);
+  // A client's document is fetched from the share held for signed-in people only for one.
+  const priority = person === undefined ? "anonymous" : "signed_in";
+  const checked = await checkAuthorizationRequest(query, { ...endpoint.policy, priority });
   if ("error" in checked) return refusal(endpoint, request, checked);
   const noPage = checked.prompt.includes("none");
   if (person === undefined || !signedInRecently(endpoint, request, checked.signedInAfter)) {
