@@ -7,26 +7,34 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { nodeClientMetadataTransport } from "../src/adapters/node/index.ts";
-import type {
-  AgentAuthOptions,
-  AgentAuthorizationCodeOptions,
-  ConsentRequest,
+import {
+  type AgentAuthOptions,
+  type AgentAuthorizationCodeOptions,
+  agentAuth,
+  type ConsentRequest,
+  MemoryGrantStore,
+  MemoryReplayStore,
 } from "../src/agentauth/index.ts";
+import { InvalidOptionsError } from "../src/core/index.ts";
 import {
   type ClientMetadataDocumentsOptions,
   ClientMetadataError,
   type ClientMetadataRequest,
   clientMetadataDocuments,
+  MemoryAuthorizationCodeStore,
+  MemoryClientStore,
 } from "../src/oauth2/index.ts";
 import {
   approvedCallback,
   authorizeUrl,
   type CodeSite,
+  codeClients,
   codeSite,
   jsonConsentPage,
   LOOPBACK_REDIRECT,
   openAuthorize,
   pkce,
+  postConsent,
   redeem,
   refreshRequest,
   signedInHeader,
@@ -439,6 +447,14 @@ async function openConsent(site: CodeSite, clientId: string, challenge: string) 
   return openAuthorize(site, authorizeUrl(site, { clientId, challenge }));
 }
 
+/** A 503 page for the person: HTML, never JSON, and it says to try again. */
+async function expectTryAgainPage(response: Response) {
+  expect(response.status).toBe(503);
+  expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+  expect(response.headers.get("retry-after")).toMatch(/^[0-9]+$/);
+  expect(await response.text()).toMatch(/try again/i);
+}
+
 /** The status and RFC 6749 `error` of a token endpoint's refusal. */
 async function oauthAnswer(response: Response) {
   const { error } = (await response.json()) as { error: string };
@@ -539,9 +555,35 @@ describe("client metadata documents behind the endpoints", () => {
     expect(served.requests).toEqual([]);
   });
 
+  it("fetches for nobody's prompt=none only from the anonymous share", async () => {
+    const served = await documentServer();
+    const { site, fetched } = await siteWithDocuments();
+    const { challenge } = await pkce();
+    // prompt=none needs the client's redirect URIs to answer login_required: a lookup for nobody.
+    const answered: Response[] = [];
+    const stalled = Array.from({ length: 12 }, (_, i) => {
+      const url = authorizeUrl(site, {
+        clientId: `https://${OTHER_NAMES[i % 4]}:${served.port}/stall/${i}.json`,
+        challenge,
+      });
+      url.searchParams.set("prompt", "none");
+      return openAuthorize(site, url, { human: undefined }).then((answer) => answered.push(answer));
+    });
+    // Eight take the anonymous share; four are told at once to try again.
+    await vi.waitFor(() => expect(answered).toHaveLength(4), { timeout: 4000 });
+    for (const answer of answered) await expectTryAgainPage(answer);
+    expect(fetched).toHaveLength(8);
+    const shown = await openConsent(site, `https://${NAME}:${served.port}/real.json`, challenge);
+    expect(shown.status).toBe(200);
+    expect(fetched).toHaveLength(9);
+    await served.close();
+    await Promise.all(stalled);
+  });
+
   it("keeps a share of the fetches for signed-in people that other lookups cannot take", async () => {
     const served = await documentServer();
-    const { site, documents, fetched } = await siteWithDocuments();
+    let clock = Date.now();
+    const { site, documents, fetched } = await siteWithDocuments({ now: () => clock });
     const { challenge } = await pkce();
     // Anonymous lookups (the default) of documents that never come, over four hosts.
     const reasons: string[] = [];
@@ -555,6 +597,12 @@ describe("client metadata documents behind the endpoints", () => {
     const shown = await openConsent(site, `https://${NAME}:${served.port}/real.json`, challenge);
     expect(shown.status).toBe(200);
     expect(fetched).toHaveLength(9);
+    // The answer reads the document again once it left the cache, as the person's too.
+    clock += 301_000;
+    const consent = (await shown.json()) as ConsentRequest;
+    const answer = await postConsent(site, { consent: consent.consentToken, action: "approve" });
+    expect(answer.status).toBe(303);
+    expect(fetched).toHaveLength(10);
     await served.close();
   });
 
@@ -584,6 +632,19 @@ describe("client metadata documents behind the endpoints", () => {
     expect(((await answer.json()) as ConsentRequest).clientId).toContain("/slow/1200/");
   });
 
+  it("shows a page to try again when the document misses its time, and remembers the miss", async () => {
+    const served = await documentServer();
+    const { site, fetched } = await siteWithDocuments();
+    const { challenge } = await pkce();
+    const clientId = `https://${NAME}:${served.port}/slow/6000/client.json`;
+    const started = Date.now();
+    await expectTryAgainPage(await openConsent(site, clientId, challenge));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4900);
+    // Remembered for failureTtlSeconds: the next try is answered with no fetch.
+    await expectTryAgainPage(await openConsent(site, clientId, challenge));
+    expect(fetched).toHaveLength(1);
+  });
+
   it("remembers a refused document, so a reload costs no fetch", async () => {
     const served = await documentServer();
     const { site, fetched } = await siteWithDocuments();
@@ -596,6 +657,31 @@ describe("client metadata documents behind the endpoints", () => {
     }
     expect(fetched).toHaveLength(1);
     expect(served.requests).toHaveLength(1);
+  });
+
+  it("fetches at most four documents from one host at once; other hosts still go through", async () => {
+    const served = await documentServer();
+    const { site, fetched } = await siteWithDocuments();
+    const { challenge } = await pkce();
+    const answered: Response[] = [];
+    const stalled = Array.from({ length: 6 }, (_, i) =>
+      openConsent(site, `https://${NAME}:${served.port}/stall/${i}.json`, challenge).then(
+        (answer) => answered.push(answer),
+      ),
+    );
+    // Two over the host's budget are told at once to try again; four wait on their fetch.
+    await vi.waitFor(() => expect(answered).toHaveLength(2), { timeout: 4000 });
+    for (const answer of answered) await expectTryAgainPage(answer);
+    expect(fetched).toHaveLength(4);
+    const other = await openConsent(
+      site,
+      `https://${OTHER_NAMES[0]}:${served.port}/real.json`,
+      challenge,
+    );
+    expect(other.status).toBe(200);
+    expect(answered).toHaveLength(2);
+    await served.close();
+    await Promise.all(stalled);
   });
 
   it("fetches for a code's redemption only once the code is found, from the cache when it can", async () => {
@@ -652,5 +738,121 @@ describe("client metadata documents behind the endpoints", () => {
       clientId: codesOnly,
     });
     expect(await oauthAnswer(refresh)).toEqual({ status: 400, error: "unauthorized_client" });
+  });
+});
+
+describe("the authorization endpoint's one deadline", () => {
+  it("shows the application's error page with status 503 when the request runs out of time", async () => {
+    const seen: { error: string; status: number }[] = [];
+    const { site } = await siteWithDocuments(
+      { timeoutMs: 1000 },
+      {
+        requestTimeoutMs: 1500,
+        consentPage: () => new Promise<Response>(() => {}),
+        errorPage: (_request, { error, description, status }) => {
+          seen.push({ error, status });
+          return new Response(`<!doctype html><p>${description}</p>`, {
+            status,
+            headers: { "content-type": "text/html; charset=utf-8" },
+          });
+        },
+      },
+    );
+    const { challenge } = await pkce();
+    const started = Date.now();
+    const answer = await openAuthorize(site, authorizeUrl(site, { challenge }));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400);
+    await expectTryAgainPage(answer);
+    expect(seen).toEqual([{ error: "temporarily_unavailable", status: 503 }]);
+    expect(answer.headers.get("x-frame-options")).toBe("DENY");
+  });
+
+  it.each([
+    ["the client is looked up again", "the consent is not spent"],
+    ["the consent is spent", "no grant is made"],
+    ["the grant is made", "no code is made"],
+  ])(
+    "starts nothing once the deadline has passed: when it passes while %s, %s",
+    async (slowStep) => {
+      // One store step takes 1.5 s: within its own timeout, but past the request's deadline.
+      let slow = false;
+      const later = () => new Promise((settle) => setTimeout(settle, slow ? 1500 : 0));
+      const registered = await codeClients();
+      const codes = new MemoryAuthorizationCodeStore();
+      const replay = new MemoryReplayStore();
+      const grants = new MemoryGrantStore();
+      const approve = grants.approve.bind(grants);
+      grants.approve = async (...args) => {
+        if (slowStep === "the grant is made") await later();
+        return approve(...args);
+      };
+      const stores = {
+        authorizationCodes: codes,
+        grants,
+        replay: {
+          setIfAbsent: async (...args: Parameters<typeof replay.setIfAbsent>) => {
+            if (slowStep === "the consent is spent" && args[0].startsWith("consent:"))
+              await later();
+            return replay.setIfAbsent(...args);
+          },
+        },
+      };
+      const clients = {
+        get: async (clientId: string) => {
+          if (slowStep === "the client is looked up again") await later();
+          return registered.get(clientId);
+        },
+      };
+      const { site } = await siteWithDocuments(
+        { timeoutMs: 1000 },
+        { requestTimeoutMs: 1200 },
+        { storeTimeoutMs: 3000, stores, clients },
+      );
+      const { challenge } = await pkce();
+      const shown = await openAuthorize(site, authorizeUrl(site, { challenge }));
+      const consent = (await shown.json()) as ConsentRequest;
+      slow = true;
+      const answer = await postConsent(site, { consent: consent.consentToken, action: "approve" });
+      await expectTryAgainPage(answer);
+      // The slow step finishes after the page was sent; nothing after it starts.
+      await new Promise((settle) => setTimeout(settle, 800));
+      expect(codes.size).toBe(0);
+      expect(await site.agents.grantsApprovedBy("alice")).toHaveLength(
+        slowStep === "the grant is made" ? 1 : 0,
+      );
+      // A consent not spent can be answered again, and now goes through.
+      slow = false;
+      const again = await postConsent(site, { consent: consent.consentToken, action: "approve" });
+      expect(again.status).toBe(slowStep === "the client is looked up again" ? 303 : 400);
+    },
+  );
+
+  it("must leave room for the document's own time", async () => {
+    const documents = clientMetadataDocuments({
+      resolve: async () => [],
+      fetch: async () => new Response(),
+      timeoutMs: 8000,
+    });
+    const options = (code: Partial<AgentAuthorizationCodeOptions>) => ({
+      issuer: "https://auth.example",
+      clients: new MemoryClientStore(),
+      capabilities: [{ name: "echo", description: "Echoes.", handler: () => ({}) }],
+      authorizationCode: {
+        consentPage: () => new Response(),
+        signedInAt: () => undefined,
+        signInPath: "/login",
+        clientMetadataDocuments: documents,
+        ...code,
+      },
+    });
+    await expect(agentAuth(options({ requestTimeoutMs: 8000 }))).rejects.toThrow(
+      /requestTimeoutMs \(8000\) must be longer/,
+    );
+    await expect(agentAuth(options({ requestTimeoutMs: 0 }))).rejects.toThrow(InvalidOptionsError);
+    // The default leaves 5 s beyond a long document time.
+    await expect(agentAuth(options({}))).resolves.toBeDefined();
+    await expect(
+      agentAuth(options({ clientMetadataDocuments: { resolve: documents.resolve } as never })),
+    ).rejects.toThrow(/must come from clientMetadataDocuments/);
   });
 });

@@ -144,7 +144,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       authorizationCode: {
         consentPage: async (request, consent) =>
           html(consentPage(await viewerOf(request), consent)),
-        errorPage: async (request, { error, description }) =>
+        errorPage: async (request, { error, description, status }) =>
           html(
             approvalOutcomePage(
               await viewerOf(request).catch(() => undefined),
@@ -154,7 +154,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
                 : `The client's request cannot be answered: ${description}.`,
               false,
             ),
-            error === "access_denied" ? 403 : 400,
+            status,
           ),
         signedInAt,
         signInPath: "/login",
