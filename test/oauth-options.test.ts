@@ -4,7 +4,9 @@ import { InvalidOptionsError } from "../src/core/index.ts";
 import {
   authorizationServer,
   DeviceAuthorizationService,
+  MemoryAuthorizationCodeStore,
   MemoryClientStore,
+  MemoryRefreshTokenStore,
 } from "../src/oauth2/index.ts";
 
 const verificationUri = "https://api.example/device";
@@ -60,6 +62,12 @@ describe("authorizationServer options", () => {
     scopes: ["read"],
     issueAccessToken: async () => ({ accessToken: "t", expiresIn: 60 }),
   };
+  const codeGrant = {
+    codes: new MemoryAuthorizationCodeStore(),
+    refreshTokens: new MemoryRefreshTokenStore(),
+    issue: async () => ({ accessToken: "t", expiresIn: 60 }),
+    revokeGrant: async () => {},
+  };
 
   it.each([
     [{ paths: { token: "token" } }, /^authorizationServer: paths\.token must be an absolute path/],
@@ -81,6 +89,20 @@ describe("authorizationServer options", () => {
     [
       { protectedResources: ["/run"] },
       /^authorizationServer: protectedResources\[0\] must be an absolute URL/,
+    ],
+    // The flag of old: the documents are read by the server now, so it needs the resolver.
+    [
+      { authorizationCode: { ...codeGrant, clientMetadataDocuments: true } },
+      /^authorizationServer: authorizationCode: clientMetadataDocuments must come from clientMetadataDocuments\(\)/,
+    ],
+    [
+      {
+        authorizationCode: {
+          ...codeGrant,
+          clientMetadataDocuments: { resolve: async () => ({}) },
+        },
+      },
+      /clientMetadataDocuments must come from clientMetadataDocuments\(\)/,
     ],
   ])("%j", (bad, expected) => {
     expect(message(() => authorizationServer({ ...base, ...bad } as never))).toMatch(expected);

@@ -122,7 +122,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   const documents =
     options.clientMetadataDocuments ??
     clientMetadataDocuments({ ...nodeClientMetadataTransport() });
-  const directory = clientsWithMetadataDocuments(clients, documents);
+  // Read for the connected-agents page, which only a signed-in person sees.
+  const directory = clientsWithMetadataDocuments(clients, documents, "signed_in");
   const agents = await createAgents(
     issuer,
     {
@@ -143,7 +144,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
       authorizationCode: {
         consentPage: async (request, consent) =>
           html(consentPage(await viewerOf(request), consent)),
-        errorPage: async (request, { error, description }) =>
+        errorPage: async (request, { error, description, status }) =>
           html(
             approvalOutcomePage(
               await viewerOf(request).catch(() => undefined),
@@ -153,7 +154,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
                 : `The client's request cannot be answered: ${description}.`,
               false,
             ),
-            error === "access_denied" ? 403 : 400,
+            status,
           ),
         signedInAt,
         signInPath: "/login",

@@ -11,7 +11,6 @@ import {
   type AuthorizationServer,
   authorizationServer,
   type ClientStore,
-  clientsWithMetadataDocuments,
   clientsWithRegistrations,
   type DeviceAuthorizationListener,
   DeviceAuthorizationService,
@@ -313,7 +312,9 @@ function agentOAuth(
             revokeGrant: grantRevoker(runtime),
             refreshTokenTtlSeconds: codes.setup.refreshTokenTtlSeconds,
             authorizationPath: codes.setup.path,
-            clientMetadataDocuments: codes.setup.options.clientMetadataDocuments !== undefined,
+            ...(codes.setup.options.clientMetadataDocuments === undefined
+              ? {}
+              : { clientMetadataDocuments: codes.setup.options.clientMetadataDocuments }),
             ...(codes.setup.dynamicRegistration === undefined
               ? {}
               : { registrationPath: codes.setup.dynamicRegistration.path }),
@@ -339,14 +340,11 @@ function codeFlow(setup: Setup): CodeFlow | undefined {
   const code = setup.numbers.authorizationCode;
   if (code === undefined) return undefined;
   const stores = setup.options.stores ?? {};
-  const documents = code.options.clientMetadataDocuments;
-  const configured =
-    documents === undefined
-      ? setup.options.clients
-      : clientsWithMetadataDocuments(setup.options.clients, documents);
+  const configured = setup.options.clients;
   const registered = code.dynamicRegistration?.clients;
   return {
     setup: code,
+    // Metadata document clients are the endpoints' own to look up, by their priority and bounds.
     clients:
       registered === undefined
         ? configured
@@ -371,6 +369,9 @@ function authorizeEndpoint(setup: Setup, runtime: AgentRuntime, codes: CodeFlow)
       clients: codes.clients,
       storeTimeoutMs: setup.numbers.storeTimeoutMs,
       now: runtime.now,
+      ...(codes.setup.options.clientMetadataDocuments === undefined
+        ? {}
+        : { clientMetadataDocuments: codes.setup.options.clientMetadataDocuments }),
       allowed: (name) => runtime.registry.has(name),
       resources,
     },

@@ -1,4 +1,5 @@
 import { defaultPolicyWith } from "../core/content-security-policy.ts";
+import { type RequestDeadline, withinDeadline } from "../core/deadline.ts";
 import { randomToken } from "../core/encoding.ts";
 import {
   AccessDeniedError,
@@ -16,6 +17,7 @@ import {
   integerOption,
   mountPathOption,
   rejectUnknownKeys,
+  timeoutOption,
 } from "../core/options.ts";
 import { problemResponse, reportError } from "../core/problem.ts";
 import { withHeaders } from "../core/response.ts";
@@ -31,6 +33,7 @@ import {
   type CodeGrantIssue,
   checkAuthorizationRequest,
   checkDynamicRegistrationOptions,
+  clientMetadataDocumentsOption,
   type DynamicRegistrationOptions,
   type DynamicRegistrationSettings,
   type IssuedToken,
@@ -99,16 +102,19 @@ export interface AgentAuthorizationCodeOptions {
   readonly consentPage: (request: Request, consent: ConsentRequest) => Response | Promise<Response>;
   /**
    * Renders the page for a request that cannot go back to its client (unknown
-   * client or redirect URI), or that this human may not approve (`error`
-   * `access_denied`: they hold as many grants as allowed, see
-   * `maxGrantsPerApprover`; the description says so, for your page to link to
-   * the human's list of approved agents).
+   * client or redirect URI, status 400), that this human may not approve
+   * (status 403, `error` `access_denied`: they hold as many grants as
+   * allowed, see `maxGrantsPerApprover`; the description says so, for your
+   * page to link to the human's list of approved agents), or that the server
+   * could not answer in time (status 503: a store or the client's metadata
+   * document failed or was slow, or `requestTimeoutMs` passed; say to try
+   * again). Answer with `status`.
    *
-   * @default a minimal HTML page, status 400 (403 for `access_denied`)
+   * @default a minimal HTML page with `status`
    */
   readonly errorPage?: (
     request: Request,
-    error: { readonly error: string; readonly description: string },
+    error: { readonly error: string; readonly description: string; readonly status: number },
   ) => Response | Promise<Response>;
   /** When the human of this request last signed in (epoch ms): `signedInAt` from `portcullis`. */
   readonly signedInAt: (request: Request) => number | undefined;
@@ -145,6 +151,16 @@ export interface AgentAuthorizationCodeOptions {
    * @default "/oauth/authorize"
    */
   readonly path?: string;
+  /**
+   * The one deadline of a request to the authorization endpoint, in ms: the
+   * client's metadata document (fetched within its own `timeoutMs`, not the
+   * store timeout) and every store call fit in it. Past it, the person is
+   * shown the error page with status 503, to try again. Longer than the
+   * documents' `timeoutMs`.
+   *
+   * @default 10_000, or the documents' `timeoutMs` + 5000 when that is longer
+   */
+  readonly requestTimeoutMs?: number;
 }
 
 /** `AgentAuthorizationCodeOptions` checked. */
@@ -153,6 +169,7 @@ export interface AuthorizationCodeSetup {
   readonly path: string;
   readonly maxSignInAgeMs: number;
   readonly refreshTokenTtlSeconds: number;
+  readonly requestTimeoutMs: number;
   readonly dynamicRegistration?: DynamicRegistrationSettings;
 }
 
@@ -173,6 +190,7 @@ export function checkAuthorizationCodeOptions(
     "dynamicRegistration",
     "refreshTokenTtlSeconds",
     "path",
+    "requestTimeoutMs",
   ]);
   functionOptions(
     WHERE,
@@ -181,16 +199,23 @@ export function checkAuthorizationCodeOptions(
     ["consentPage", "signedInAt"],
   );
   mountPathOption(WHERE, "signInPath", options.signInPath);
-  if (
-    options.clientMetadataDocuments !== undefined &&
-    typeof options.clientMetadataDocuments?.resolve !== "function"
-  )
+  const documents = options.clientMetadataDocuments;
+  clientMetadataDocumentsOption(WHERE, documents);
+  const documentMs = documents?.timeoutMs ?? 0;
+  const requestTimeoutMs = timeoutOption(
+    WHERE,
+    "requestTimeoutMs",
+    options.requestTimeoutMs,
+    Math.max(10_000, documentMs + 5000),
+  );
+  if (requestTimeoutMs <= documentMs)
     throw new InvalidOptionsError(
-      `${WHERE}: clientMetadataDocuments must come from clientMetadataDocuments()`,
+      `${WHERE}: requestTimeoutMs (${requestTimeoutMs}) must be longer than clientMetadataDocuments' timeoutMs (${documentMs}), or no slow document could ever be shown`,
     );
   return {
     options,
     path: mountPathOption(WHERE, "path", options.path ?? "/oauth/authorize"),
+    requestTimeoutMs,
     maxSignInAgeMs:
       integerOption(WHERE, "maxSignInAgeSeconds", options.maxSignInAgeSeconds, 600, 30, 86_400) *
       1000,
@@ -240,10 +265,13 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
   return async (request) => {
     if (request.method !== "GET" && request.method !== "POST") return methodNotAllowed("GET, POST");
     try {
+      // One deadline for everything the request does; a person waits for this page.
       return asPage(
-        request.method === "GET"
-          ? await ask(endpoint, consent, request)
-          : await answer(endpoint, consent, request),
+        await withinDeadline(setup.requestTimeoutMs, "the authorization request", (deadline) =>
+          request.method === "GET"
+            ? ask(endpoint, consent, request)
+            : answer(endpoint, consent, request, deadline),
+        ),
         https,
       );
     } catch (error) {
@@ -252,15 +280,27 @@ export function authorizeHandler(endpoint: AuthorizeEndpoint): Handler {
         return problemResponse(401, { detail: "Sign in to approve a client." });
       if (error instanceof AccessDeniedError)
         return problemResponse(403, { detail: "Only a signed-in person may approve a client." });
+      // A person is waiting: a page to try again, never a body meant for programs.
       if (error instanceof StoreUnavailableError)
-        return asPage(
-          problemResponse(503, { detail: "Try again shortly.", headers: { "retry-after": "1" } }),
-          https,
-        );
+        return asPage(await tryAgainPage(endpoint, request), https);
       reportError(runtime.onError, error, request);
       return problemResponse(500);
     }
   };
+}
+
+/** The error page, 503, for a request the server could not answer in time. */
+async function tryAgainPage(endpoint: AuthorizeEndpoint, request: Request): Promise<Response> {
+  const page = await errorPage(
+    endpoint,
+    request,
+    "temporarily_unavailable",
+    "the service could not answer in time; try again in a moment",
+    503,
+  );
+  return withHeaders(page, (headers) => {
+    if (!headers.has("retry-after")) headers.set("retry-after", "5");
+  });
 }
 
 interface Consent {
@@ -284,7 +324,9 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
     const forced = query.has("max_age") || query.getAll("prompt").some(hasLogin);
     return toSignIn(endpoint, forced ? requestAfterSignIn(query, runtime.now()) : query, false);
   }
-  const checked = await checkAuthorizationRequest(query, endpoint.policy);
+  // A client's document is fetched from the share held for signed-in people only for one.
+  const priority = person === undefined ? "anonymous" : "signed_in";
+  const checked = await checkAuthorizationRequest(query, { ...endpoint.policy, priority });
   if ("error" in checked) return refusal(endpoint, request, checked);
   const noPage = checked.prompt.includes("none");
   if (person === undefined || !signedInRecently(endpoint, request, checked.signedInAfter)) {
@@ -336,8 +378,16 @@ async function ask(endpoint: AuthorizeEndpoint, consent: Consent, request: Reque
   return asPage(page, consent.url.startsWith("https:"), formSourceOf(checked.redirectUri));
 }
 
-/** Step 2: the human's answer, with the consent token this human was given for this request. */
-async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Request) {
+/**
+ * Step 2: the human's answer, with the consent token this human was given for
+ * this request. Nothing that changes state starts after `deadline`.
+ */
+async function answer(
+  endpoint: AuthorizeEndpoint,
+  consent: Consent,
+  request: Request,
+  deadline: RequestDeadline,
+) {
   const { runtime } = endpoint;
   const approver = approverOf(request);
   const form = await readOAuthParameters(request, 8192);
@@ -354,13 +404,19 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
     );
   // The client must still be what it was, and the redirect URI still its own.
   const asked = authorizeQuery(claims);
-  const checked = await checkAuthorizationRequest(asked, endpoint.policy);
+  const checked = await checkAuthorizationRequest(asked, {
+    ...endpoint.policy,
+    priority: "signed_in",
+  });
   if ("error" in checked) return refusal(endpoint, request, checked);
   // A sign-in as recent as the page asked for: one older than the request never answers.
   if (!signedInRecently(endpoint, request, checked.signedInAfter))
     return toSignIn(endpoint, asked, true);
+  // Every change runs within the request's deadline: none starts, nor is done by a store that
+  // honours the caller's deadline, after the person was told to try again.
+  const store = <T>(operation: () => Promise<T>) => deadline.run(() => runtime.store(operation));
   // One answer per consent token: a second post of the same form approves nothing.
-  const fresh = await runtime.store(() =>
+  const fresh = await store(() =>
     runtime.replay.setIfAbsent(`consent:${claims.jti}`, (claims.exp + 60) * 1000, runtime.now()),
   );
   if (!fresh)
@@ -378,7 +434,7 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
   // this approval, which may be this person's earlier grant of the client. A
   // code store that fails then leaves the approval recorded; a new consent
   // reuses that grant rather than adding one.
-  const granted = await createGrant(endpoint, request, checked, scope, approver);
+  const granted = await createGrant(endpoint, request, checked, scope, approver, deadline);
   if ("refused" in granted) return granted.refused;
   let code: string;
   try {
@@ -395,7 +451,7 @@ async function answer(endpoint: AuthorizeEndpoint, consent: Consent, request: Re
         approvedBy: approver,
         expiresAt: runtime.now() + CODE_LIFETIME_MS,
       },
-      runtime.store,
+      store,
     );
   } catch (error) {
     if (!(error instanceof StoreFullError)) throw error;
@@ -490,18 +546,21 @@ async function createGrant(
   checked: AuthorizationRequest,
   capabilities: readonly string[],
   approvedBy: string,
+  deadline: RequestDeadline,
 ): Promise<{ readonly grant: Grant } | { readonly refused: Response }> {
   const { runtime } = endpoint;
   const now = runtime.now();
-  const { approval, announce } = await approveGrant(runtime, {
-    grantId: randomToken(16),
-    principalId: checked.client.clientId,
-    status: "active",
-    capabilities: [...capabilities],
-    approvedBy,
-    createdAt: now,
-    expiresAt: now + endpoint.grantTtlSeconds * 1000,
-  });
+  const { approval, announce } = await deadline.run(() =>
+    approveGrant(runtime, {
+      grantId: randomToken(16),
+      principalId: checked.client.clientId,
+      status: "active",
+      capabilities: [...capabilities],
+      approvedBy,
+      createdAt: now,
+      expiresAt: now + endpoint.grantTtlSeconds * 1000,
+    }),
+  );
   // Told at once: a consent is answered once, so nothing retries this step.
   announce();
   if (approval.outcome !== "refused") return { grant: approval.grant };
@@ -611,7 +670,7 @@ async function errorPage(
   status = 400,
 ): Promise<Response> {
   const custom = endpoint.setup.options.errorPage;
-  if (custom !== undefined) return custom(request, { error, description });
+  if (custom !== undefined) return custom(request, { error, description, status });
   return htmlResponse(
     html`<!doctype html><meta charset="utf-8"><title>Authorization failed</title><p id="error">${description}</p>`,
     { status },

@@ -1,6 +1,7 @@
 import { connect, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { callerDeadline, serverCutoff, withDeadline } from "./deadline.ts";
+import { callerDeadline, serverCutoff, withDeadline, withinDeadline } from "./deadline.ts";
+import { StoreUnavailableError } from "./errors.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -115,5 +116,53 @@ describe("serverCutoff", () => {
     );
     expect(inCall).toBeLessThan(performance.now() + 251);
     expect(inCall).toBeGreaterThan(now + 200);
+  });
+});
+
+describe("withinDeadline", () => {
+  it("answers the work's answer, or its own failure as it is", async () => {
+    await expect(withinDeadline(1000, "the request", async () => "done")).resolves.toBe("done");
+    const failure = new Error("handler failed");
+    await expect(
+      withinDeadline(1000, "the request", async () => {
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+  });
+
+  it("answers 503 once the time is up, and starts no step after it", async () => {
+    const started: string[] = [];
+    let late: Promise<unknown> = Promise.resolve();
+    const answer = withinDeadline(50, "the request", async (deadline) => {
+      await deadline.run(async () => started.push("in time"));
+      await new Promise((settle) => setTimeout(settle, 80));
+      late = deadline.run(async () => started.push("too late"));
+      return "done";
+    });
+    await expect(answer).rejects.toThrow(StoreUnavailableError);
+    await expect(answer).rejects.toThrow("the request did not finish within 50 ms");
+    await new Promise((settle) => setTimeout(settle, 60));
+    await expect(late).rejects.toThrow(StoreUnavailableError);
+    expect(started).toEqual(["in time"]);
+  });
+
+  it("gives a step the request's deadline as its caller's, unless the step's own is earlier", async () => {
+    const seen: (number | undefined)[] = [];
+    const before = performance.now();
+    await withinDeadline(1000, "the request", async (deadline) => {
+      await deadline.run(async () => seen.push(callerDeadline()));
+      await deadline.run(() =>
+        withDeadline(async () => seen.push(callerDeadline()), 20, "a store"),
+      );
+      await deadline.run(() =>
+        withDeadline(async () => seen.push(callerDeadline()), 5000, "a slow store"),
+      );
+    });
+    const [own = 0, shorter, capped] = seen;
+    expect(own).toBeGreaterThanOrEqual(before + 1000);
+    expect(own).toBeLessThan(performance.now() + 1000);
+    expect(shorter).toBeLessThan(own);
+    expect(capped).toBe(own);
+    expect(callerDeadline()).toBeUndefined();
   });
 });

@@ -1,3 +1,5 @@
+import { StoreUnavailableError } from "./errors.ts";
+
 /**
  * The deadline, on `performance.now()`'s clock, of the store call that is
  * being started through `withDeadline(() => ...)` at this moment. A store
@@ -73,5 +75,53 @@ function startBy<T>(deadline: number, operation: () => Promise<T> | T): Promise<
     return Promise.reject(error);
   } finally {
     starting = outer;
+  }
+}
+
+/** The deadline of one request, as its steps see it. */
+export interface RequestDeadline {
+  /**
+   * `step()`, started with the request's deadline as its caller's
+   * (`callerDeadline()`, so a store that honours it does no work past it), or
+   * `StoreUnavailableError` without starting it once the deadline has passed.
+   * A step that changes state runs through here: nothing starts after the
+   * caller was told the request failed.
+   */
+  run<T>(step: () => Promise<T>): Promise<T>;
+}
+
+/**
+ * `work`'s answer, or `StoreUnavailableError` (503) once `ms` have passed:
+ * one deadline for a whole request, whatever its steps. The work is not
+ * stopped; its steps that change state go through `deadline.run`.
+ */
+export async function withinDeadline<T>(
+  ms: number,
+  what: string,
+  work: (deadline: RequestDeadline) => Promise<T>,
+): Promise<T> {
+  const end = performance.now() + ms;
+  const late = () => new StoreUnavailableError(`${what} did not finish within ${ms} ms`);
+  const deadline: RequestDeadline = {
+    run: (step) => (performance.now() < end ? startBy(end, step) : Promise.reject(late())),
+  };
+  let settled = false;
+  const started = () => {
+    const answer = work(deadline);
+    answer.then(
+      () => {
+        settled = true;
+      },
+      () => {
+        settled = true;
+      },
+    );
+    return answer;
+  };
+  try {
+    return await withDeadline(started, ms, what);
+  } catch (error) {
+    // The work's own failure as it is; the deadline's, as the 503 it stands for.
+    throw settled ? error : late();
   }
 }

@@ -1,7 +1,6 @@
-import { withDeadline } from "../core/deadline.ts";
-import { ClientMetadataError, StoreUnavailableError } from "../core/errors.ts";
-import type { ClientMetadataDocuments } from "./client-metadata-document.ts";
-import type { ClientStore, GrantType, OAuthClient } from "./clients.ts";
+import { type ClientSource, lookUpClient } from "./client-lookup.ts";
+import type { ClientMetadataPriority } from "./client-metadata-document.ts";
+import type { GrantType, OAuthClient } from "./clients.ts";
 import { isCodeChallenge } from "./pkce.ts";
 import { matchRedirectUri } from "./redirect-uri.ts";
 import { parseScope } from "./scope.ts";
@@ -63,10 +62,19 @@ type PageError =
   | "request_not_supported"
   | "request_uri_not_supported";
 
-/** What the checks need of the server. */
-export interface AuthorizationRequestPolicy {
-  readonly clients: ClientStore;
-  readonly storeTimeoutMs: number;
+/**
+ * What the checks need of the server: where clients are looked up (`clients`
+ * within `storeTimeoutMs`; with `clientMetadataDocuments`, an https client id
+ * by its document, within the documents' own `timeoutMs`).
+ */
+export interface AuthorizationRequestPolicy extends ClientSource {
+  /**
+   * Whose request this is: `"signed_in"` once the endpoint knows a person is
+   * signed in, so a document fetch may take the slots held for people.
+   *
+   * @default "anonymous"
+   */
+  readonly priority?: ClientMetadataPriority;
   /** The server's clock (epoch ms). */
   readonly now: () => number;
   /** Whether a scope name may be asked for. */
@@ -122,7 +130,7 @@ export async function checkAuthorizationRequest(
     if (query.getAll(name).length > 1) return page("invalid_request", `${name} is repeated`);
   const clientId = query.get("client_id");
   if (clientId === null || clientId === "") return page("invalid_request", "client_id is missing");
-  const client = await lookUp(policy, clientId);
+  const client = await lookUpClient(policy, clientId, policy.priority ?? "anonymous");
   if (client === undefined) return page("invalid_client", "the client is unknown");
   const redirectUri = query.get("redirect_uri");
   if (
@@ -285,24 +293,6 @@ export function asksNoPage(query: URLSearchParams): boolean {
   return query.getAll("prompt").some((value) => value.split(" ").includes("none"));
 }
 
-async function lookUp(
-  policy: AuthorizationRequestPolicy,
-  clientId: string,
-): Promise<OAuthClient | undefined> {
-  try {
-    return await withDeadline(
-      () => policy.clients.get(clientId),
-      policy.storeTimeoutMs,
-      "the client store",
-    );
-  } catch (error) {
-    if (error instanceof StoreUnavailableError) throw error;
-    throw new StoreUnavailableError("the client store failed or did not answer in time", {
-      cause: error,
-    });
-  }
-}
-
 /**
  * The redirect answering an authorization request: `params` added to the
  * client's redirect URI (its own query kept), with `state` and `iss`.
@@ -321,44 +311,4 @@ export function authorizationRedirect(
     status: 303,
     headers: { location: url.href, "cache-control": "no-store", "referrer-policy": "no-referrer" },
   });
-}
-
-/**
- * A client store that also knows clients by their Client ID Metadata
- * Document: an https client id is looked up there (a public client with the
- * document's redirect URIs), any other in `clients`. A document that cannot
- * be used makes an unknown client; a fetch refused for load is a store failure.
- */
-export function clientsWithMetadataDocuments(
-  clients: ClientStore,
-  documents: ClientMetadataDocuments,
-): ClientStore {
-  return {
-    async get(clientId) {
-      if (!clientId.startsWith("https://")) return clients.get(clientId);
-      try {
-        const document = await documents.resolve(clientId);
-        if (document.tokenEndpointAuthMethod !== "none") return undefined;
-        const grantTypes = (["authorization_code", "refresh_token"] as const).filter((grant) =>
-          document.grantTypes.includes(grant),
-        );
-        if (!grantTypes.includes("authorization_code")) return undefined;
-        return Object.freeze({
-          clientId: document.clientId,
-          kind: "oauth2_client",
-          public: true,
-          grantTypes: Object.freeze(grantTypes),
-          redirectUris: document.redirectUris,
-          ...(document.name === undefined ? {} : { name: document.name }),
-        });
-      } catch (error) {
-        if (error instanceof ClientMetadataError && error.reason === "busy")
-          throw new StoreUnavailableError("too many client metadata documents are being fetched", {
-            cause: error,
-          });
-        if (error instanceof ClientMetadataError) return undefined;
-        throw error;
-      }
-    },
-  };
 }

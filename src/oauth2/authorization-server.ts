@@ -28,7 +28,7 @@ export type {
   IssuedToken,
   TokenEndpointDpop,
 } from "./server-options.ts";
-export { refreshTokenTtlOption } from "./server-options.ts";
+export { clientMetadataDocumentsOption, refreshTokenTtlOption } from "./server-options.ts";
 
 export interface AuthorizationServer {
   readonly metadata: AuthorizationServerMetadata;
@@ -76,7 +76,8 @@ export function assembleAuthorizationServer(settings: ServerSettings): Authoriza
       : {
           authorization: {
             path: settings.authorizationCode.authorizationPath,
-            clientMetadataDocuments: settings.authorizationCode.clientMetadataDocuments,
+            clientMetadataDocuments:
+              settings.authorizationCode.clientMetadataDocuments !== undefined,
             ...(settings.authorizationCode.registrationPath === undefined
               ? {}
               : { registrationPath: settings.authorizationCode.registrationPath }),

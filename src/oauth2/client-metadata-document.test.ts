@@ -536,31 +536,132 @@ describe("the cache", () => {
     expect(fetched).toHaveLength(4);
   });
 
-  it("shares one fetch among concurrent resolves, and bounds the fetches in flight", async () => {
+  it("shares one fetch among concurrent resolves, whoever asks", async () => {
     const waiting: Array<() => void> = [];
     const { documents, fetched } = setup(
       (request) =>
         new Promise<Response>((resolve) => {
           waiting.push(() => resolve(json(doc({ client_id: request.url }))));
         }),
-      undefined,
-      { maxConcurrentFetches: 2 },
     );
     const a = documents.resolve(ID);
-    const b = documents.resolve(ID);
-    const c = documents.resolve("https://app.example.com/c/2");
-    expect(await reason(documents.resolve("https://app.example.com/c/3"))).toBe("busy");
+    const b = documents.resolve(ID, { priority: "signed_in" });
+    const c = documents.resolve(ID);
     await new Promise((r) => setTimeout(r, 10));
+    expect(fetched).toHaveLength(1);
+    for (const go of waiting) go();
+    expect(await b).toBe(await a);
+    expect(await c).toBe(await a);
+  });
+});
+
+describe("the fetch budgets", () => {
+  /** A documents server whose answers wait for `release`; ids on `host`, numbered. */
+  function held(options: Partial<ClientMetadataDocumentsOptions> = {}) {
+    const waiting: Array<() => void> = [];
+    const made = setup(
+      (request) =>
+        new Promise<Response>((resolve) => {
+          waiting.push(() => resolve(json(doc({ client_id: request.url }))));
+        }),
+      undefined,
+      options,
+    );
+    const id = (n: number, host = "app.example.com") => `https://${host}/c/${n}`;
+    const release = async () => {
+      await new Promise((r) => setTimeout(r, 10));
+      for (const go of waiting.splice(0)) go();
+    };
+    return { ...made, id, release };
+  }
+
+  it("bounds the fetches in flight, and forgets busy at once", async () => {
+    const { documents, fetched, id, release } = held({
+      maxConcurrentFetches: 2,
+      reservedFetches: 0,
+    });
+    const a = documents.resolve(id(1));
+    const b = documents.resolve(id(2, "other.example.com"));
+    expect(await reason(documents.resolve(id(3, "third.example.com")))).toBe("busy");
+    expect(
+      await reason(documents.resolve(id(3, "third.example.com"), { priority: "signed_in" })),
+    ).toBe("busy");
+    await release();
+    await Promise.all([a, b]);
     expect(fetched).toHaveLength(2);
-    for (const go of waiting) go();
-    expect(await a).toBe(await b);
-    expect((await c).clientId).toBe("https://app.example.com/c/2");
     // Busy is not remembered: once a slot is free, the id is fetched.
-    waiting.length = 0;
-    const d = documents.resolve("https://app.example.com/c/3");
-    await new Promise((r) => setTimeout(r, 10));
-    for (const go of waiting) go();
-    expect((await d).clientId).toBe("https://app.example.com/c/3");
+    const c = documents.resolve(id(3, "third.example.com"));
+    await release();
+    expect((await c).clientId).toBe(id(3, "third.example.com"));
+  });
+
+  it("holds reservedFetches for signed-in lookups, which anonymous ones never take", async () => {
+    const { documents, fetched, id, release } = held({
+      maxConcurrentFetches: 4,
+      reservedFetches: 2,
+      maxConcurrentFetchesPerHost: 4,
+    });
+    const anonymous = [documents.resolve(id(1)), documents.resolve(id(2))];
+    expect(await reason(documents.resolve(id(3)))).toBe("busy");
+    expect(await reason(documents.resolve(id(3), { priority: "anonymous" }))).toBe("busy");
+    const people = [
+      documents.resolve(id(4), { priority: "signed_in" }),
+      documents.resolve(id(5), { priority: "signed_in" }),
+    ];
+    // Every slot is taken now, the reserved ones by people.
+    expect(await reason(documents.resolve(id(6), { priority: "signed_in" }))).toBe("busy");
+    await release();
+    await Promise.all([...anonymous, ...people]);
+    expect(fetched.map((request) => request.url)).toEqual([id(1), id(2), id(4), id(5)]);
+    // People may take the unreserved slots too.
+    const many = [1, 2, 3, 4].map((n) => documents.resolve(id(10 + n), { priority: "signed_in" }));
+    expect(await reason(documents.resolve(id(20)))).toBe("busy");
+    await release();
+    await Promise.all(many);
+  });
+
+  it("bounds the fetches to one host, for people and for the rest apart", async () => {
+    const { documents, id, release } = held({ maxConcurrentFetchesPerHost: 2 });
+    const slow = [documents.resolve(id(1)), documents.resolve(id(2))];
+    expect(await reason(documents.resolve(id(3)))).toBe("busy");
+    // Another port of the same host is the same host.
+    expect(await reason(documents.resolve("https://app.example.com:8443/c/3"))).toBe("busy");
+    // Another host, and people's lookups of this one, still go.
+    const others = [
+      documents.resolve(id(4, "other.example.com")),
+      documents.resolve(id(5), { priority: "signed_in" }),
+      documents.resolve(id(6), { priority: "signed_in" }),
+    ];
+    expect(await reason(documents.resolve(id(7), { priority: "signed_in" }))).toBe("busy");
+    await release();
+    await Promise.all([...slow, ...others]);
+    // Freed: the host takes fetches again.
+    const again = documents.resolve(id(3));
+    await release();
+    expect((await again).clientId).toBe(id(3));
+  });
+
+  it("frees a slot whatever the fetch ended in", async () => {
+    let n = 0;
+    const { documents } = setup(
+      (request) => {
+        n++;
+        if (n % 2 === 0) throw new TypeError("ECONNRESET");
+        return json(doc({ client_id: request.url }));
+      },
+      undefined,
+      { maxConcurrentFetches: 1, reservedFetches: 0 },
+    );
+    for (let i = 0; i < 20; i++)
+      await documents.resolve(`https://app.example.com/c/${i}`).catch((error) => {
+        expect((error as ClientMetadataError).reason).toBe("fetch_failed");
+      });
+    expect(n).toBe(20);
+  });
+
+  it("says how long one resolve takes at most", () => {
+    expect(setup().documents.timeoutMs).toBe(5000);
+    expect(setup(undefined, undefined, { timeoutMs: 1200 }).documents.timeoutMs).toBe(1200);
   });
 });
 
@@ -588,5 +689,17 @@ describe("options", () => {
       /allowAddresses/,
     );
     expect(() => clientMetadataDocuments({ ...base, maxEntries: 0 })).toThrow(/maxEntries/);
+    // Anonymous lookups always keep one slot; a host never gets more than all of them.
+    expect(() =>
+      clientMetadataDocuments({ ...base, maxConcurrentFetches: 4, reservedFetches: 4 }),
+    ).toThrow(/reservedFetches/);
+    expect(() =>
+      clientMetadataDocuments({ ...base, maxConcurrentFetches: 4, maxConcurrentFetchesPerHost: 5 }),
+    ).toThrow(/maxConcurrentFetchesPerHost/);
+    expect(() => clientMetadataDocuments({ ...base, maxConcurrentFetchesPerHost: 0 })).toThrow(
+      /maxConcurrentFetchesPerHost/,
+    );
+    const small = clientMetadataDocuments({ ...base, maxConcurrentFetches: 1 });
+    expect(small.timeoutMs).toBe(5000);
   });
 });

@@ -67,6 +67,25 @@ export type ClientMetadataFetch = (request: ClientMetadataRequest) => Promise<Re
 export type ClientMetadataResolve = (hostname: string) => Promise<readonly string[]>;
 
 /**
+ * Whose request a lookup serves, which decides the fetch slots it may take.
+ * `"signed_in"`: a signed-in person's request (the authorization endpoint),
+ * or a token request that brought a code or refresh token a person's consent
+ * issued to this client; it may take any free slot, and `reservedFetches` of
+ * them only it may. `"anonymous"`: anyone else's.
+ */
+export type ClientMetadataPriority = "signed_in" | "anonymous";
+
+/** How one `resolve` is asked. */
+export interface ClientMetadataLookup {
+  /**
+   * Whose request this is.
+   *
+   * @default "anonymous"
+   */
+  readonly priority?: ClientMetadataPriority;
+}
+
+/**
  * Options of `clientMetadataDocuments`.
  *
  * @example
@@ -147,6 +166,22 @@ export interface ClientMetadataDocumentsOptions {
    */
   readonly maxConcurrentFetches?: number;
   /**
+   * Of `maxConcurrentFetches`, how many only `"signed_in"` lookups may take:
+   * anonymous ones, however many, never hold more than the rest, so they
+   * cannot keep a person's consent from fetching its client's document.
+   *
+   * @default half of `maxConcurrentFetches`, rounded down (8)
+   */
+  readonly reservedFetches?: number;
+  /**
+   * Fetches in progress at once to one host name, counted apart for
+   * `"signed_in"` and anonymous lookups; one more fails at once with reason
+   * `busy`. One slow host cannot hold every slot.
+   *
+   * @default 4 (at most `maxConcurrentFetches`)
+   */
+  readonly maxConcurrentFetchesPerHost?: number;
+  /**
    * Clock in milliseconds.
    *
    * @default Date.now
@@ -158,9 +193,20 @@ export interface ClientMetadataDocumentsOptions {
 export interface ClientMetadataDocuments {
   /**
    * The checked metadata of the client whose id is `clientId`; rejects with a
-   * `ClientMetadataError` whose `reason` says why it cannot be used.
+   * `ClientMetadataError` whose `reason` says why it cannot be used, within
+   * `timeoutMs` whatever the document's server does.
    */
-  resolve(clientId: string): Promise<ClientMetadata>;
+  resolve(clientId: string, lookup?: ClientMetadataLookup): Promise<ClientMetadata>;
+  /** The longest one `resolve` takes: the `timeoutMs` option. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * Whether `clientId` names its client by a metadata document (an https URL):
+ * never a configured client's id, which has no colon.
+ */
+export function isMetadataDocumentClientId(clientId: string): boolean {
+  return clientId.startsWith("https://");
 }
 
 /** Longest client id accepted. */
@@ -379,6 +425,8 @@ const UNCACHED_FAILURES = new Set(["invalid_client_id", "busy"]);
  * following redirects, within `timeoutMs` and `maxDocumentBytes`, checks the
  * document, and caches it (honouring `Cache-Control: max-age` within bounds);
  * failures are cached briefly and concurrent resolves of one id share one fetch.
+ * Fetches are budgeted overall, per host, and with a share held for lookups
+ * of signed-in people (`priority: "signed_in"`), which anonymous ones never take.
  */
 export function clientMetadataDocuments(
   options: ClientMetadataDocumentsOptions,
@@ -396,6 +444,8 @@ export function clientMetadataDocuments(
     "maxTtlSeconds",
     "failureTtlSeconds",
     "maxConcurrentFetches",
+    "reservedFetches",
+    "maxConcurrentFetchesPerHost",
     "now",
   ]);
   if (options === undefined || options === null || typeof options !== "object")
@@ -448,12 +498,29 @@ export function clientMetadataDocuments(
     options.maxConcurrentFetches,
     16,
   );
+  const reserved = integerOption(
+    where,
+    "reservedFetches",
+    options.reservedFetches,
+    Math.floor(maxConcurrent / 2),
+    0,
+    maxConcurrent - 1,
+  );
+  const perHost = integerOption(
+    where,
+    "maxConcurrentFetchesPerHost",
+    options.maxConcurrentFetchesPerHost,
+    Math.min(4, maxConcurrent),
+    1,
+    maxConcurrent,
+  );
   const now = options.now ?? Date.now;
   const { resolve: resolveName, fetch } = options;
 
   const documents = new Lru<ClientMetadata>(maxEntries);
   const failures = new Lru<ClientMetadataError>(maxEntries);
   const inFlight = new Map<string, Promise<ClientMetadata>>();
+  const slots = fetchSlots(maxConcurrent, maxConcurrent - reserved, perHost);
 
   async function addressOf(url: URL, signal: AbortSignal): Promise<string> {
     const host = url.hostname;
@@ -585,20 +652,60 @@ export function clientMetadataDocuments(
   }
 
   return {
-    async resolve(clientId) {
+    timeoutMs,
+    async resolve(clientId, lookup = {}) {
       const url = parseClientIdUrl(clientId);
       const at = now();
       const cached = documents.get(clientId, at);
       if (cached !== undefined) return cached;
       const failed = failures.get(clientId, at);
       if (failed !== undefined) throw failed;
+      // One fetch per id, whoever asks: a person's lookup joins an anonymous one under way.
       const pending = inFlight.get(clientId);
       if (pending !== undefined) return pending;
-      if (inFlight.size >= maxConcurrent)
-        fail("busy", `already fetching ${maxConcurrent} client metadata documents`);
-      const loading = bounded(clientId, url).finally(() => inFlight.delete(clientId));
+      const release = slots.take(url.hostname, lookup.priority === "signed_in");
+      const loading = bounded(clientId, url).finally(() => {
+        inFlight.delete(clientId);
+        release();
+      });
       inFlight.set(clientId, loading);
       return loading;
+    },
+  };
+}
+
+/**
+ * The fetch budgets: `total` fetches at once, anonymous ones at most
+ * `anonymous` of them, and `perHost` at once to one host name for each kind
+ * of lookup. `take` claims a slot (its answer gives it back) or throws `busy`.
+ * Bounded by the fetches in flight: a host leaves the count at its last one.
+ */
+function fetchSlots(total: number, anonymous: number, perHost: number) {
+  let all = 0;
+  let anonymousHeld = 0;
+  const byHost = new Map<string, number>();
+  return {
+    take(host: string, signedIn: boolean): () => void {
+      if (all >= total) fail("busy", `already fetching ${total} client metadata documents`);
+      if (!signedIn && anonymousHeld >= anonymous)
+        fail(
+          "busy",
+          `already fetching ${anonymous} client metadata documents for anonymous requests`,
+        );
+      const key = `${signedIn ? "signed_in" : "anonymous"} ${host}`;
+      const held = byHost.get(key) ?? 0;
+      if (held >= perHost)
+        fail("busy", `already fetching ${perHost} client metadata documents from this host`);
+      all++;
+      if (!signedIn) anonymousHeld++;
+      byHost.set(key, held + 1);
+      return () => {
+        all--;
+        if (!signedIn) anonymousHeld--;
+        const left = (byHost.get(key) ?? 1) - 1;
+        if (left === 0) byHost.delete(key);
+        else byHost.set(key, left);
+      };
     },
   };
 }

@@ -45,7 +45,7 @@ const INVALID_CODE = "the code is invalid, expired, or was already used";
 /** `grant_type=authorization_code`: the code spent, then everything it was bound to checked. */
 export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
   const settings = boundedStores(server);
-  return async ({ params, client }, proof) => {
+  return async ({ params, client, confirmClient }, proof) => {
     const code = params.get("code");
     const redirectUri = params.get("redirect_uri");
     const verifier = params.get("code_verifier");
@@ -74,8 +74,11 @@ export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
     const resource = params.get("resource");
     if (resource !== undefined && resource !== record.resource)
       return oauthError("invalid_target", "resource differs from the authorization request's");
+    // Only now, for a code a consent issued to it, is a metadata document client read.
+    const confirmed = await confirmClient();
+    if (confirmed instanceof Response) return confirmed;
     return mintWithRefresh(settings, proof, {
-      client,
+      client: confirmed,
       grantId: record.grantId,
       approvedBy: record.approvedBy,
       scope: record.scope,
@@ -89,14 +92,17 @@ export function authorizationCodeGrant(server: ServerSettings): TokenGrant {
 /** `grant_type=refresh_token`: rotated in one step; a token used twice ends its grant. */
 export function refreshTokenGrant(server: ServerSettings): TokenGrant {
   const settings = boundedStores(server);
-  return async ({ params, client }, proof) => {
+  return async ({ params, client: named, confirmClient }, proof) => {
     const presented = params.get("refresh_token");
     if (presented === undefined) return oauthError("invalid_request", "refresh_token is missing");
     const hash = await tokenHash(presented);
     const now = settings.now();
     const found = await settings.refreshTokens.find(hash, now);
-    if (found === undefined || found.clientId !== client.clientId)
+    if (found === undefined || found.clientId !== named.clientId)
       return oauthError("invalid_grant", "the refresh token is invalid or expired");
+    // Only now, for a token issued to it, is a metadata document client read.
+    const client = await confirmClient();
+    if (client instanceof Response) return client;
     // RFC 9449 §5: a bound family refreshes only with a proof by its key; a refused try rotates nothing.
     if (found.jkt !== undefined && proof?.jkt !== found.jkt)
       return oauthError("invalid_grant", "the refresh token is bound to another DPoP key");

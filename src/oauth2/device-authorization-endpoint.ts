@@ -7,7 +7,10 @@ import { noStoreJson, oauthError } from "./wire.ts";
 
 /**
  * `POST {device_authorization}` (RFC 8628 §3.1-3.2): an authenticated client
- * allowed the device flow, a known scope, then a new device and user code.
+ * allowed the device flow, a known scope, then a new device and user code. A
+ * metadata document client never is (it has no secret to authenticate with,
+ * and a document gives the authorization-code grants only): refused
+ * `unauthorized_client` without its document being fetched.
  */
 export function deviceAuthorizationEndpoint(settings: ServerSettings): Handler {
   const { service, allowed, onDeviceAuthorization } = settings;

@@ -1,9 +1,14 @@
-import { withDeadline } from "../core/deadline.ts";
 import { StoreUnavailableError } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { refuseOtherMethods } from "../core/http-method.ts";
 import { reportError } from "../core/problem.ts";
 import { authenticateClient } from "./client-authentication.ts";
+import {
+  type ClientSource,
+  lookUpClient,
+  namesMetadataDocument,
+  unreadDocumentClient,
+} from "./client-lookup.ts";
 import type { OAuthClient } from "./clients.ts";
 import { isFailure, type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 import type { ServerSettings } from "./server-options.ts";
@@ -13,7 +18,15 @@ import { oauthError } from "./wire.ts";
 export interface ClientCall {
   readonly request: Request;
   readonly params: OAuthParameters;
+  /**
+   * The client. One named by its metadata document is not looked up here
+   * (`unread`): `client` is then only what its id says, a public client with
+   * the authorization-code grants at most, until the token endpoint reads the
+   * document for a request that can succeed.
+   */
   readonly client: OAuthClient;
+  /** Whether `client` is a metadata document client whose document was not read. */
+  readonly unread: boolean;
 }
 
 const POST_ONLY = ["POST"];
@@ -40,24 +53,38 @@ export function clientEndpoint(
   };
 }
 
-/** Reads the form and authenticates the client; an OAuth error response when either fails. */
+/** Where the server's endpoints look clients up. */
+export function clientSource(settings: ServerSettings): ClientSource {
+  const documents = settings.authorizationCode?.clientMetadataDocuments;
+  return {
+    clients: settings.clients,
+    storeTimeoutMs: settings.storeTimeoutMs,
+    ...(documents === undefined ? {} : { clientMetadataDocuments: documents }),
+  };
+}
+
+/**
+ * Reads the form and authenticates the client; an OAuth error response when
+ * either fails. A metadata document client is not fetched: anyone may post
+ * any https URL here, and most such requests can never succeed.
+ */
 function clientAuthentication(
   settings: ServerSettings,
 ): (request: Request) => Promise<ClientCall | Response> {
-  const { clients, storeTimeoutMs, maxBodyBytes, publicClients } = settings;
-  const lookup = (clientId: string) =>
-    withDeadline(() => clients.get(clientId), storeTimeoutMs, "the client store").catch((error) => {
-      throw new StoreUnavailableError("the client store failed or did not answer in time", {
-        cause: error,
-      });
-    });
+  const { maxBodyBytes, publicClients } = settings;
+  const source = clientSource(settings);
+  const lookup = async (clientId: string) =>
+    namesMetadataDocument(source, clientId)
+      ? unreadDocumentClient(clientId)
+      : lookUpClient(source, clientId, "anonymous");
   return async (request) => {
     const params = await readOAuthParameters(request, maxBodyBytes);
     if (isFailure(params))
       return oauthError(params.error, params.description, { status: params.status });
     const result = await authenticateClient(request, params, lookup, publicClients);
     if (!result.ok) return oauthError(result.failure.error, result.failure.description);
-    return { request, params, client: result.client };
+    const unread = namesMetadataDocument(source, result.client.clientId);
+    return { request, params, client: result.client, unread };
   };
 }
 

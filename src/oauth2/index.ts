@@ -42,7 +42,6 @@ export {
   asksNoPage,
   authorizationRedirect,
   checkAuthorizationRequest,
-  clientsWithMetadataDocuments,
   type Prompt,
   requestAfterSignIn,
 } from "./authorization-request.ts";
@@ -57,6 +56,7 @@ export {
   type ClientCredentialsHandler,
   type ClientCredentialsRequest,
   type CodeGrantIssue,
+  clientMetadataDocumentsOption,
   type DeviceAuthorizationListener,
   type DeviceGrant,
   type IssuedToken,
@@ -70,11 +70,14 @@ export {
   parseBasicClient,
   verifyClientSecret,
 } from "./client-authentication.ts";
+export { clientsWithMetadataDocuments } from "./client-lookup.ts";
 export {
   type ClientMetadata,
   type ClientMetadataDocuments,
   type ClientMetadataDocumentsOptions,
   type ClientMetadataFetch,
+  type ClientMetadataLookup,
+  type ClientMetadataPriority,
   type ClientMetadataRequest,
   type ClientMetadataResolve,
   checkClientMetadata,

@@ -10,6 +10,7 @@ import {
 import { httpsUrlOption, issuerUrlOption } from "../core/url.ts";
 import type { DpopNonces, DpopProofVerifier, KeySet, VerifiedDpopProof } from "../jwt/index.ts";
 import type { AuthorizationCodeStore } from "./authorization-code-store.ts";
+import type { ClientMetadataDocuments } from "./client-metadata-document.ts";
 import type { ClientStore, OAuthClient } from "./clients.ts";
 import type { DeviceAuthorizationService } from "./device-authorization.ts";
 import { wellKnownPath } from "./metadata.ts";
@@ -324,11 +325,16 @@ export interface AuthorizationCodeOptions {
    */
   readonly authorizationPath?: string;
   /**
-   * Client ids that are https URLs are Client ID Metadata Documents; say so in the metadata.
+   * Client ids that are https URLs are Client ID Metadata Documents, read
+   * with this (from `clientMetadataDocuments()`); the metadata says so. Such
+   * a client is public with the authorization-code grants at most, so the
+   * token and device authorization endpoints refuse anything else without a
+   * fetch, and the token endpoint reads the document only once the code or
+   * refresh token it was given is found issued to that client.
    *
-   * @default false
+   * @default none — https client ids are looked up in `clients` like any other
    */
-  readonly clientMetadataDocuments?: boolean;
+  readonly clientMetadataDocuments?: ClientMetadataDocuments;
   /**
    * Where RFC 7591 dynamic registration is served, published as
    * `registration_endpoint` (the endpoint is the application's: `agentAuth` has one).
@@ -352,7 +358,7 @@ export interface CodeGrantSettings {
   readonly revokeGrant: AuthorizationCodeOptions["revokeGrant"];
   readonly refreshTokenTtlSeconds: number;
   readonly authorizationPath: string;
-  readonly clientMetadataDocuments: boolean;
+  readonly clientMetadataDocuments?: ClientMetadataDocuments;
   readonly registrationPath?: string;
   readonly now: () => number;
 }
@@ -449,9 +455,8 @@ function codeGrantOption(
   for (const method of ["create", "find", "rotate", "revokeFamily"] as const)
     if (typeof options.refreshTokens?.[method] !== "function")
       throw new InvalidOptionsError(`${where}: refreshTokens must be a RefreshTokenStore`);
-  const documents = options.clientMetadataDocuments ?? false;
-  if (typeof documents !== "boolean")
-    throw new InvalidOptionsError(`${where}: clientMetadataDocuments must be a boolean`);
+  const documents = options.clientMetadataDocuments;
+  clientMetadataDocumentsOption(where, documents);
   return {
     codes: options.codes,
     refreshTokens: options.refreshTokens,
@@ -463,7 +468,7 @@ function codeGrantOption(
       "authorizationPath",
       options.authorizationPath ?? "/oauth/authorize",
     ),
-    clientMetadataDocuments: documents,
+    ...(documents === undefined ? {} : { clientMetadataDocuments: documents }),
     ...(options.registrationPath === undefined
       ? {}
       : { registrationPath: mountPathOption(where, "registrationPath", options.registrationPath) }),
@@ -524,6 +529,16 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 export function clientStoreOption(where: string, clients: unknown): void {
   if (typeof (clients as ClientStore | undefined)?.get !== "function")
     throw new InvalidOptionsError(`${where}: clients must implement ClientStore`);
+}
+
+/** Throws unless `documents` is absent or came from `clientMetadataDocuments()`. */
+export function clientMetadataDocumentsOption(where: string, documents: unknown): void {
+  if (documents === undefined) return;
+  const given = documents as Partial<ClientMetadataDocuments> | null;
+  if (typeof given?.resolve !== "function" || !Number.isSafeInteger(given.timeoutMs))
+    throw new InvalidOptionsError(
+      `${where}: clientMetadataDocuments must come from clientMetadataDocuments()`,
+    );
 }
 
 export function keySetOption(where: string, keys: unknown): void {

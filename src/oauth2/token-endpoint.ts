@@ -6,10 +6,11 @@ import {
 } from "../core/errors.ts";
 import type { Handler } from "../core/handler.ts";
 import { reportError } from "../core/problem.ts";
-import { DEVICE_CODE_GRANT } from "./clients.ts";
+import { lookUpClient } from "./client-lookup.ts";
+import { DEVICE_CODE_GRANT, type OAuthClient } from "./clients.ts";
 import { authorizationCodeGrant, refreshTokenGrant } from "./code-grants.ts";
 import type { PollResult } from "./device-authorization.ts";
-import { type ClientCall, clientEndpoint } from "./endpoint-support.ts";
+import { type ClientCall, clientEndpoint, clientSource } from "./endpoint-support.ts";
 import { parseScope } from "./scope.ts";
 import type { DpopTokenSettings, IssuedToken, ServerSettings } from "./server-options.ts";
 import { noStoreJson, type OAuthFailure, oauthError, type TokenResponseBody } from "./wire.ts";
@@ -25,8 +26,21 @@ export interface TokenProof {
   readonly spend: () => Promise<boolean>;
 }
 
+/** A token request of an authenticated client allowed its `grant_type`. */
+export interface TokenCall extends ClientCall {
+  /**
+   * The client as looked up, still allowed this grant, or the answer refusing
+   * it. A grant that serves metadata document clients calls it once it found
+   * the code or refresh token it was given issued to `client.clientId`: only
+   * then is the document read (a fetch, unless cached since the consent),
+   * with a signed-in person's priority, since a person's consent issued what
+   * was found. For any other client it is `client` at once.
+   */
+  readonly confirmClient: () => Promise<OAuthClient | Response>;
+}
+
 /** Serves one `grant_type` for an authenticated client allowed to use it. */
-export type TokenGrant = (call: ClientCall, proof: TokenProof | undefined) => Promise<Response>;
+export type TokenGrant = (call: TokenCall, proof: TokenProof | undefined) => Promise<Response>;
 
 /**
  * The grants the token endpoint serves, keyed by `grant_type` (RFC 6749
@@ -48,19 +62,35 @@ export function tokenEndpoint(
   settings: ServerSettings,
   grants: ReadonlyMap<string, TokenGrant>,
 ): Handler {
+  const source = clientSource(settings);
   return clientEndpoint(settings, async (call) => {
     const grantType = call.params.get("grant_type");
     if (grantType === undefined) return oauthError("invalid_request", "grant_type is missing");
     const grant = grants.get(grantType);
     if (grant === undefined)
       return oauthError("unsupported_grant_type", "this grant type is not supported");
-    if (!call.client.grantTypes.includes(grantType as never))
-      return oauthError("unauthorized_client", "this client may not use this grant type");
+    // A metadata document client not yet read is refused here what no document could allow it.
+    const refused = grantRefusal(call.client, grantType);
+    if (refused !== undefined) return refused;
     // Checked before any grant-specific work: a refused proof spends no device code.
     const proof = await tokenProof(settings.dpop, call);
     if (proof instanceof Response) return withNonce(settings.dpop, call.request, proof);
-    return withNonce(settings.dpop, call.request, await grant(call, proof));
+    const confirmClient = async () => {
+      if (!call.unread) return call.client;
+      const client = await lookUpClient(source, call.client.clientId, "signed_in");
+      if (client === undefined)
+        return oauthError("invalid_client", "the client's metadata document cannot be used");
+      return grantRefusal(client, grantType) ?? client;
+    };
+    return withNonce(settings.dpop, call.request, await grant({ ...call, confirmClient }, proof));
   });
+}
+
+/** The answer refusing `client` the grant `grantType`, if its registration does not allow it. */
+function grantRefusal(client: OAuthClient, grantType: string): Response | undefined {
+  if (!client.grantTypes.includes(grantType as never))
+    return oauthError("unauthorized_client", "this client may not use this grant type");
+  return undefined;
 }
 
 /**
