@@ -90,6 +90,23 @@ describe("fastifyHook", () => {
     expect(denied.statusCode).toBe(403);
   });
 
+  it("denies injected uploads without touching what the stand-in socket lacks", async () => {
+    // Only a real connection lingers after an early answer; inject's socket is a stand-in.
+    app = Fastify();
+    await app.register(fastifyPortcullis, { chain: requireAuthenticated() });
+    app.post("/x", async () => "x");
+    for (let i = 0; i < 50; i++) {
+      const denied = await app.inject({
+        method: "POST",
+        url: "/x",
+        payload: { a: "x".repeat(100_000) },
+      });
+      expect(denied.statusCode).toBe(401);
+    }
+    // A wrong close would throw from the stand-in's events once its body ends.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  });
+
   it("answers a denied HEAD without a body", async () => {
     app = Fastify();
     await app.register(fastifyPortcullis, { chain: requireAuthenticated() });

@@ -44,7 +44,9 @@ export function lingerOnClose(
   limits?: LingerLimits,
 ): void {
   const socket = req.socket as LingeringSocket | null;
-  if (socket === null || socket.destroyed) return;
+  // Only a real connection lingers: an injected request's stand-in socket (Fastify's inject,
+  // light-my-request) has no kernel buffer to reset, and not every method of a Socket.
+  if (!(socket instanceof Socket) || socket.destroyed) return;
   socket[REQUEST] = req;
   if (limits !== undefined) socket[LIMITS] = limits;
   if (socket.destroySoon !== lingeringDestroySoon) socket.destroySoon = lingeringDestroySoon;
