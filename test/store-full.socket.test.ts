@@ -39,8 +39,10 @@ describe("a full store is a warning with figures", () => {
       expect((await consent("alice")).status).toBe(303);
       expect((await consent("bob")).status).toBe(303);
       const refused = await consent("carol");
+      // A person is waiting: the consent page's own page to try again, not a body for programs.
       expect(refused.status).toBe(503);
-      expect(refused.headers.get("retry-after")).toBe("1");
+      expect(refused.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(refused.headers.get("retry-after")).toBe("5");
       expect((await consent("dave")).status).toBe(503);
       expect(log.failures).toEqual([]);
       expect(log.error).not.toHaveBeenCalled();
