@@ -2,6 +2,9 @@
  * Express 5: `expressMiddleware` mounts a chain, a guard or a scoped rule set as Express
  * middleware.
  *
+ * Needs the optional peer `express` 5: `npm install express` (and `@types/express` for
+ * TypeScript).
+ *
  * @module portcullis/adapters/express
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";

@@ -2,6 +2,8 @@
  * Next.js 15 and 16: `nextMiddleware` runs a chain in the proxy (middleware), `routeHandlers`
  * and `withChain` run it again inside route handlers.
  *
+ * Needs the optional peer `next` 15 or 16, which a Next.js app has.
+ *
  * @module portcullis/adapters/next
  */
 import type { NextRequest } from "next/server.js";
