@@ -21,8 +21,8 @@ afterEach(async () => {
 
 /** A service whose token endpoint answers every poll with the OAuth error `polled`. */
 async function serviceThatAnswers(polled: string): Promise<string> {
-  service = createServer((req, res) => {
-    const base = `http://127.0.0.1:${(service?.address() as AddressInfo).port}`;
+  const server = createServer((req, res) => {
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify(body));
@@ -50,8 +50,9 @@ async function serviceThatAnswers(polled: string): Promise<string> {
       json(404, { error: "not_found" });
     });
   });
-  await new Promise<void>((resolve) => service?.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(service.address() as AddressInfo).port}`;
+  service = server;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 function runAgent(url: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
