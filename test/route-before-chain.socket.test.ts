@@ -95,6 +95,30 @@ describe("an Express route registered before the chain", () => {
     expect(warnings).toEqual([]);
   });
 
+  it("counts only what lies under a chain mounted at a path", async () => {
+    const app = express();
+    app.get("/health", (_req, res) => res.send("ok")); // outside /api: not the chain's to guard
+    app.get("/api/early", (_req, res) => res.send("early"));
+    app.use("/api", expressMiddleware(chain()));
+    app.get("/api/late", (_req, res) => res.send("late"));
+    served = await serveListener(app);
+
+    expect((await fetch(`${served.url}/api/late`)).status).toBe(401);
+    expect(codes()).toEqual(["PORTCULLIS_ROUTE_BEFORE_CHAIN"]);
+    expect(warnings[0]?.message).toContain("GET /api/early");
+    expect(warnings[0]?.message).not.toContain("/health");
+  });
+
+  it("stays quiet about routes outside the path a chain is mounted at", async () => {
+    const app = express();
+    app.get("/health", (_req, res) => res.send("ok"));
+    app.use("/api", expressMiddleware(chain()));
+    served = await serveListener(app);
+
+    expect((await fetch(`${served.url}/api/x`)).status).toBe(401);
+    expect(warnings).toEqual([]);
+  });
+
   it("stays quiet about middleware before the chain that is no route", async () => {
     const app = express();
     app.use((_req, res, next) => {

@@ -27,7 +27,20 @@ export function warnIfRoutesBefore(req: Request, middleware: unknown): void {
   }
   const found = locate(stackOf(root), middleware, 0);
   if (found === undefined) return;
-  const early = found.stack.slice(0, found.index).flatMap((layer) => describe(layer, 0));
+  // Mounted at a path, the middleware guards only what lies under it.
+  const mount = found.stack[found.index]?.rawPath;
+  const guarded = (path: unknown): boolean =>
+    Array.isArray(path)
+      ? path.some(guarded)
+      : typeof mount !== "string" ||
+        mount === "/" ||
+        typeof path !== "string" || // a pattern: it may well match under the mount
+        path === mount ||
+        path.startsWith(`${mount.replace(/\/$/, "")}/`);
+  const early = found.stack
+    .slice(0, found.index)
+    .filter((layer) => guarded(layer?.route?.path ?? layer?.rawPath))
+    .flatMap((layer) => describe(layer, 0));
   if (early.length === 0) return;
   const shown = early.slice(0, SHOWN).join(", ");
   const more = early.length > SHOWN ? ` and ${early.length - SHOWN} more` : "";
