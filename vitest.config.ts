@@ -1,7 +1,11 @@
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  resolve: { conditions: ["source"] },
+  resolve: {
+    conditions: ["source"],
+    // The Next.js example imports its chain through "@/", as create-next-app sets an app up.
+    alias: [{ find: /^@\/(.*)$/, replacement: `${import.meta.dirname}/examples/next/$1` }],
+  },
   ssr: { resolve: { conditions: ["source"], externalConditions: ["source"] } },
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],

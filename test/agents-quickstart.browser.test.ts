@@ -39,4 +39,16 @@ describe("the agents quick start", () => {
     // The service is on @hono/node-server with its client-address function: no warning.
     expect(run.serverOutput).not.toContain("PORTCULLIS_NO_CLIENT_ADDRESS");
   }, 120_000);
+
+  it("tells the agent's user in one line that the person pressed Deny, and exits 1", async () => {
+    const run = await runAgentsQuickstart({
+      cwd: ROOT,
+      nodeArgs: ["--conditions=source"],
+      browser,
+      decision: "Deny",
+    });
+    expect(run.agentExit, run.agentOutput).toBe(1);
+    expect(run.agentOutput).toContain("Denied: the person did not approve this agent.");
+    expect(run.agentOutput).not.toMatch(/^\s+at /m);
+  }, 120_000);
 });

@@ -11,7 +11,9 @@ const ADA = basicHeader("ada", "demo-ada"); // ADMIN
 const COOKIE = "portcullis-session"; // the examples serve plain HTTP, so no __Host- prefix
 
 /** Starts `examples/<framework>/server.ts` as `npm start` would, and waits for its banner. */
-async function startExample(framework: string): Promise<{ child: ChildProcess; base: string }> {
+async function startExample(
+  framework: string,
+): Promise<{ child: ChildProcess; base: string; banner: string }> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -22,7 +24,11 @@ async function startExample(framework: string): Promise<{ child: ChildProcess; b
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
-      if (/Portcullis[^\n]* on /.test(output)) resolve();
+      if (
+        /Portcullis[^\n]* on /.test(output) &&
+        (framework !== "hono" || /\/agents\n/.test(output))
+      )
+        resolve();
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
@@ -30,7 +36,7 @@ async function startExample(framework: string): Promise<{ child: ChildProcess; b
       reject(new Error(`${framework} example exited ${code}:\n${output}`)),
     );
   });
-  return { child, base: `http://127.0.0.1:${port}` };
+  return { child, base: `http://127.0.0.1:${port}`, banner: output };
 }
 
 function sessionCookie(response: Response): string | undefined {
@@ -266,10 +272,27 @@ describe("the agent demo against the Hono example (npm start), over a socket", (
   let child: ChildProcess | undefined;
   let agent: ReturnType<typeof runClient> | undefined;
   let base = "";
+  let banner = "";
 
   beforeAll(async () => {
-    ({ child, base } = await startExample("hono"));
+    ({ child, base, banner } = await startExample("hono"));
   }, 60_000);
+
+  it("prints the agent commands for the port it listens on", () => {
+    const port = new URL(base).port;
+    expect(banner).toContain(`PORT=${port} npm run agent -- echo`);
+    expect(banner).toContain(`${base}/device`);
+  });
+
+  it("npm run agent against a port nobody listens on: one line, exit 1", async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const lost = runClient("examples/agent/agent.ts", ["get_time"], { PORTCULLIS_URL: nobody });
+    expect(await lost.exited).toBe(1);
+    expect(lost.output.trim().split("\n").at(-1)).toBe(
+      `[agent] nothing answers at ${nobody}: start the service (npm start), or set PORT or PORTCULLIS_URL to where it listens`,
+    );
+    expect(lost.output).not.toMatch(/^\s+at /m);
+  }, 30_000);
 
   afterAll(() => {
     child?.kill();

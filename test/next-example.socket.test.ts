@@ -8,7 +8,6 @@ import { basicHeader } from "./helpers.ts";
 import { type NextServer, startNext } from "./next-server.ts";
 
 const APP = fileURLToPath(new URL("../examples/next", import.meta.url));
-const SHARED = fileURLToPath(new URL("../examples/shared", import.meta.url));
 const ALICE = basicHeader("alice", "demo-alice"); // USER
 const SAM = basicHeader("sam", "demo-sam"); // STAFF
 const ADA = basicHeader("ada", "demo-ada"); // ADMIN
@@ -18,7 +17,7 @@ const get = (path: string, headers: Record<string, string> = {}) =>
   fetch(`${server?.base}${path}`, { headers, redirect: "manual" });
 
 beforeAll(async () => {
-  server = await startNext(APP, "/public/hello", [SHARED]);
+  server = await startNext(APP, "/public/hello");
 }, 240_000);
 
 afterAll(async () => {

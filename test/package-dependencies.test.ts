@@ -30,14 +30,20 @@ function sources(dir: string): string[] {
   });
 }
 
-/** Packages the published code loads at run time (type-only imports erased). */
+/**
+ * Packages the published code loads at run time (type-only imports erased): static imports, and
+ * the optional peers loaded when first used (`import("x")`, `createRequire(...)("x")`).
+ */
 function runtimeImports(): Map<string, string> {
   const found = new Map<string, string>();
   for (const file of sources(join(ROOT, "src"))) {
     const text = readFileSync(file, "utf8");
-    for (const match of text.matchAll(
-      /^\s*(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gms,
-    )) {
+    const specifiers = [
+      ...text.matchAll(/^\s*(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gms),
+      ...text.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
+      ...text.matchAll(/createRequire\([^)]*\)\(\s*"([^"]+)"\s*\)/g),
+    ];
+    for (const match of specifiers) {
       const specifier = match[1] as string;
       if (specifier.startsWith(".") || specifier.startsWith("node:")) continue;
       const name = specifier.startsWith("@")
@@ -62,6 +68,11 @@ describe("package.json", () => {
         ).toBeDefined();
       }
     }
+  });
+
+  it("sees the peers loaded when first used", () => {
+    expect(runtimeImports().get("@modelcontextprotocol/server")).toBe("src/mcp/sdk.ts");
+    expect(runtimeImports().get("redis")).toBe("src/stores/redis/client.ts");
   });
 
   it("does not leave an adapter's own helper to an optional peer npm skips", () => {

@@ -46,6 +46,7 @@ describe("the README's and the guides' file blocks", () => {
         "examples/recipes/api-key.ts",
         // The Next.js section: its `chain` is the example's, its matcher the example's.
         "examples/next/proxy.ts",
+        "examples/next/lib/security.ts",
         "examples/next/app/api/me/route.ts",
         "examples/next/app/admin/panel/route.ts",
       ]),
@@ -70,4 +71,47 @@ describe("the README's and the guides' file blocks", () => {
   it.each(blocks)("%s (in %s) matches the file line for line", (path, _document, block) => {
     expect(block).toBe(readFileSync(new URL(path, ROOT), "utf8"));
   });
+});
+
+/** The packages a file loads: bare specifiers, `portcullis/x` and `@scope/name/x` as their package. */
+function packagesOf(code: string): string[] {
+  const specifiers = [
+    ...code.matchAll(/^\s*(?:import|export)\s+[^;]*?from\s+"([^"]+)"/gms),
+    ...code.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
+  ].map((match) => match[1] as string);
+  return (
+    specifiers
+      // Relative files, Node's builtins and the app's own "@/" alias are no packages.
+      .filter((specifier) => !/^(\.|node:|@\/)/.test(specifier))
+      .map((specifier) =>
+        specifier
+          .split("/")
+          .slice(0, specifier.startsWith("@") ? 2 : 1)
+          .join("/"),
+      )
+  );
+}
+
+/** Every package an `npm install …` line of the document names (dev installs included). */
+function installed(text: string): Set<string> {
+  const lines = [...text.matchAll(/npm (?:install|i)\b([^`\n]*)/g)].map((m) => m[1] as string);
+  return new Set(lines.flatMap((line) => line.split(/\s+/).filter((word) => /^[@a-z]/.test(word))));
+}
+
+describe("the guides' install lines", () => {
+  const documentsWithFiles = texts.filter(([document]) =>
+    blocks.some(([, inDocument]) => inDocument === document),
+  );
+  it.each(documentsWithFiles)(
+    "%s names in an npm install line every package its files import",
+    (document, text) => {
+      const wanted = new Set(
+        blocks
+          .filter(([, inDocument]) => inDocument === document)
+          .flatMap(([, , code]) => packagesOf(code)),
+      );
+      const named = installed(text);
+      expect([...wanted].filter((name) => !named.has(name))).toEqual([]);
+    },
+  );
 });

@@ -44,6 +44,10 @@ const INNER_IMPORTS: Record<string, string> = {
     "newChain places the login endpoint in its chain; loginMiddleware is wiring, not a public name",
   "login/login.ts -> csrf/csrf.ts":
     "login asks the CSRF leg whether this request's token was verified; not a public name",
+  "csrf/csrf.ts -> session/sessions.ts":
+    "the CSRF refusal says, outside production, that the browser dropped a Secure session cookie; not a public name",
+  "chain/browser-denials.ts -> session/sessions.ts":
+    "the default 403 page says, outside production, that the browser dropped a Secure session cookie; not a public name",
 };
 
 const SRC = join(import.meta.dirname, "..", "src");

@@ -50,7 +50,12 @@ interface Listing {
 
 say(`discovering ${base.origin}`);
 const configuration = (await (
-  await fetch(new URL("/.well-known/agent-configuration", base))
+  await fetch(new URL("/.well-known/agent-configuration", base)).catch(() => {
+    say(
+      `nothing answers at ${base.origin}: start the service (npm start), or set PORT or PORTCULLIS_URL to where it listens`,
+    );
+    process.exit(1);
+  })
 ).json()) as {
   issuer: string;
   endpoints: { capabilities: string; execute: string };

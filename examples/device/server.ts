@@ -19,8 +19,8 @@ import {
   passwordCredentials,
   sessions,
 } from "portcullis";
-import { demoUsers } from "../shared/accounts.ts";
-import { createDeviceFlow } from "./device-flow.ts";
+import { demoUsers } from "../shared/accounts.js";
+import { createDeviceFlow } from "./device-flow.js";
 
 const port = Number(process.env.PORT ?? 3001);
 const host = "127.0.0.1";

@@ -1,11 +1,11 @@
 import express from "express";
 import { mustAuthentication, requireRole } from "portcullis";
 import { expressMiddleware } from "portcullis/adapters/express";
-import { banner, exampleChain } from "../shared/security.ts";
+import { banner, exampleChain } from "../shared/security.js";
 
 const app = express();
 // The whole chain first: it covers every path, unmatched ones included.
-app.use(expressMiddleware(await exampleChain()));
+app.use(expressMiddleware(exampleChain()));
 app.use(express.json());
 
 app.get("/public/hello", (_req, res) => {

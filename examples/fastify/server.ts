@@ -1,11 +1,11 @@
 import Fastify, { type FastifyRequest } from "fastify";
 import { mustAuthentication, requireRole } from "portcullis";
 import { fastifyHook, fastifyPortcullis } from "portcullis/adapters/fastify";
-import { banner, exampleChain } from "../shared/security.ts";
+import { banner, exampleChain } from "../shared/security.js";
 
 const app = Fastify();
 // A fastify-plugin plugin: its hook covers every route, child plugins and 404s included.
-await app.register(fastifyPortcullis, { chain: await exampleChain() });
+app.register(fastifyPortcullis, { chain: exampleChain() });
 
 app.get("/public/hello", async () => ({ message: "hello, whoever you are" }));
 const whoAmI = async (request: FastifyRequest) => {
@@ -23,7 +23,7 @@ app.post("/notes", async (request, reply) =>
 );
 
 // A literal role guard on one encapsulated plugin, next to the routes it guards.
-await app.register(
+app.register(
   async (admin) => {
     admin.addHook("onRequest", fastifyHook(requireRole("ADMIN")));
     admin.get("/panel", async (request) => ({
@@ -35,5 +35,4 @@ await app.register(
 );
 
 const port = Number(process.env.PORT ?? 3000);
-await app.listen({ port, host: "127.0.0.1" });
-banner("Fastify", `http://127.0.0.1:${port}`);
+app.listen({ port, host: "127.0.0.1" }).then(() => banner("Fastify", `http://127.0.0.1:${port}`));

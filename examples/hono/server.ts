@@ -11,6 +11,8 @@ const handler = await createExampleHandler({ accounts, issuer: `http://${host}:$
 // A client still uploading when the chain refuses it gets the answer all the same.
 serve({ fetch: handler, port, hostname: host, createServer: createLingeringServer }, (info) => {
   const url = `http://${host}:${info.port}`;
+  // The agents find the service on port 3000 unless told where it listens.
+  const agentPort = info.port === 3000 ? "" : `PORT=${info.port} `;
   console.log(`Portcullis example listening on ${url}  (sign in at ${url}/login)`);
   console.log("");
   console.log("!! DEMO ACCOUNTS, FOR LOCAL USE ONLY: their passwords are public. !!");
@@ -26,6 +28,8 @@ serve({ fetch: handler, port, hostname: host, createServer: createLingeringServe
   console.log("");
   console.log("!! DEMO AGENTS, FOR LOCAL USE ONLY: their secrets are public. !!");
   for (const agent of demoAgents()) console.log(`   ${agent.id.padEnd(13)} secret ${agent.secret}`);
-  console.log(`An agent asks for approval with:  npm run agent -- echo '{"text":"hello"}'`);
+  console.log(
+    `An agent asks for approval with:  ${agentPort}npm run agent -- echo '{"text":"hello"}'`,
+  );
   console.log(`then approve its code at ${url}/device; your connected agents are at ${url}/agents`);
 });

@@ -1,7 +1,7 @@
 import Koa, { type Context } from "koa";
 import { mustAuthentication, requireRole } from "portcullis";
 import { koaMiddleware } from "portcullis/adapters/koa";
-import { banner, exampleChain } from "../shared/security.ts";
+import { banner, exampleChain } from "../shared/security.js";
 
 async function json(ctx: Context): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -11,7 +11,7 @@ async function json(ctx: Context): Promise<unknown> {
 
 const app = new Koa();
 // The whole chain first: it covers every path, unmatched ones included.
-app.use(koaMiddleware(await exampleChain()));
+app.use(koaMiddleware(exampleChain()));
 
 // A literal role guard, next to the routes it guards.
 const adminOnly = koaMiddleware(requireRole("ADMIN"));

@@ -1,5 +1,5 @@
 import { nextMiddleware } from "portcullis/adapters/next";
-import { chain } from "./lib/security.ts";
+import { chain } from "@/lib/security";
 
 // Next 16's proxy (middleware.ts before): the chain runs before Next routes anything.
 export const proxy = nextMiddleware(chain);

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { mustAuthentication, requireRole } from "portcullis";
 import { nodeListener } from "portcullis/adapters/node";
-import { banner, exampleChain } from "../shared/security.ts";
+import { banner, exampleChain } from "../shared/security.js";
 
 function json(res: ServerResponse, status: number, value: unknown): void {
   res.writeHead(status, { "content-type": "application/json" });
@@ -36,6 +36,6 @@ async function app(req: IncomingMessage, res: ServerResponse): Promise<void> {
 
 // The chain runs before the listener for every request, unmatched paths included.
 const port = Number(process.env.PORT ?? 3000);
-createServer(nodeListener(await exampleChain(), app)).listen(port, "127.0.0.1", () =>
+createServer(nodeListener(exampleChain(), app)).listen(port, "127.0.0.1", () =>
   banner("node:http", `http://127.0.0.1:${port}`),
 );

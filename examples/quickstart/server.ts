@@ -20,15 +20,14 @@ const { anyRequest, match, routes } = authz;
 
 // Your user table keeps password hashes only: hash when a user sets a password.
 const encoder = createPasswordEncoder();
-const users = new Map<string, LoginUser>([
-  [
-    "ada",
-    { name: "ada", authorities: ["ADMIN"], passwordHash: await encoder.hash("change-me-ada") },
-  ],
-]);
+async function userTable(): Promise<Map<string, LoginUser>> {
+  const ada = await encoder.hash("change-me-ada");
+  return new Map([["ada", { name: "ada", authorities: ["ADMIN"], passwordHash: ada }]]);
+}
+const users = userTable(); // no top-level await: this file runs as CommonJS and as an ES module
 // Form logins and Basic share the users, the encoder and one failure throttle.
 const credentials = passwordCredentials({
-  findUser: (name) => users.get(name),
+  findUser: async (name) => (await users).get(name),
   passwordEncoder: encoder,
 });
 

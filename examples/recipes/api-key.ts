@@ -17,18 +17,20 @@ const sha256 = async (text: string) =>
     .join("");
 
 // Keys are kept as SHA-256 hashes, each with the principal it signs in.
-const apiKeys = new Map<string, Authentication>();
-if (process.env.REPORTING_KEY)
-  apiKeys.set(
-    await sha256(process.env.REPORTING_KEY),
-    createAuthentication("reporting-job", ["REPORTS"]),
-  );
+async function keyTable(): Promise<Map<string, Authentication>> {
+  const keys = new Map<string, Authentication>();
+  const reporting = process.env.REPORTING_KEY;
+  if (reporting)
+    keys.set(await sha256(reporting), createAuthentication("reporting-job", ["REPORTS"]));
+  return keys;
+}
+const apiKeys = keyTable(); // no top-level await: this file runs as CommonJS and as an ES module
 
 // Recognises its own requests and binds their principal; any other request goes on as it came,
 // and the rules decide.
 const apiKey: Middleware = (next) => async (request) => {
   const key = request.headers.get("x-api-key");
-  const principal = key === null ? undefined : apiKeys.get(await sha256(key));
+  const principal = key === null ? undefined : (await apiKeys).get(await sha256(key));
   if (principal !== undefined) bindAuthentication(request, principal);
   return next(request);
 };

@@ -21,17 +21,16 @@ const encoder = new DelegatingPasswordEncoder("pbkdf2-sha256", {
 });
 
 // Your user table keeps hashes only: hash when a user sets a password.
-const users = new Map<string, LoginUser>([
-  [
-    "sam",
-    { name: "sam", authorities: ["STAFF"], passwordHash: await encoder.hash("change-me-sam") },
-  ],
-]);
+async function userTable(): Promise<Map<string, LoginUser>> {
+  const sam = await encoder.hash("change-me-sam");
+  return new Map([["sam", { name: "sam", authorities: ["STAFF"], passwordHash: sam }]]);
+}
+const users = userTable(); // no top-level await: this file runs as CommonJS and as an ES module
 const credentials = passwordCredentials({
-  findUser: (name) => users.get(name),
+  findUser: async (name) => (await users).get(name),
   passwordEncoder: encoder,
-  onPasswordUpgrade: (user, passwordHash) => {
-    users.set(user.name, { ...user, passwordHash });
+  onPasswordUpgrade: async (user, passwordHash) => {
+    (await users).set(user.name, { ...user, passwordHash });
   },
 });
 

@@ -11,7 +11,7 @@ import {
   securityHeaders,
   sessions,
 } from "portcullis";
-import { demoUsers } from "./accounts.ts";
+import { demoUsers } from "./accounts.js";
 
 const { match, routes } = authz;
 
@@ -22,12 +22,12 @@ export const HIERARCHY = "ADMIN > STAFF > USER";
  * The security chain every framework example mounts first. Demo accounts only
  * (alice / sam / ada, see the README): their passwords are public.
  */
-export async function exampleChain(): Promise<Chain> {
+export function exampleChain(): Chain {
   const encoder = createPasswordEncoder();
-  const users = await demoUsers(encoder);
+  const users = demoUsers(encoder); // hashed once; a sign-in waits for it
   // One user table, one password encoder and one failure throttle for form logins and Basic alike.
   const credentials = passwordCredentials({
-    findUser: (name) => users.get(name),
+    findUser: async (name) => (await users).get(name),
     passwordEncoder: encoder,
   });
   return newChain({

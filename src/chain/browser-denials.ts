@@ -3,6 +3,7 @@ import { directLeg, type Middleware, onAnswer } from "../core/handler.ts";
 import { html, htmlResponse } from "../core/html.ts";
 import { rejectUnknownKeys } from "../core/options.ts";
 import { sameOriginPath } from "../core/redirect.ts";
+import { droppedCookieNote } from "../session/sessions.ts";
 
 /**
  * Options of `browserDenials`, usually given to the chain as `browserDenials: {...}`.
@@ -30,7 +31,10 @@ export interface BrowserDenialOptions {
   /**
    * The page a signed-in browser gets for a 403.
    *
-   * @default a short HTML page with a link home
+   * @default a short HTML page with a link home; outside production
+   * (`NODE_ENV` is not `"production"`) it also says when the browser dropped
+   * a `Secure` session cookie on plain HTTP, the usual reason a sign-in form
+   * is refused in development
    */
   readonly forbiddenPage?: (request: Request) => Response | Promise<Response>;
 }
@@ -82,9 +86,14 @@ function isProblem(response: Response): boolean {
   return (response.headers.get("content-type") ?? "").startsWith("application/problem+json");
 }
 
-function defaultForbiddenPage(): Response {
+function defaultForbiddenPage(request: Request): Response {
+  const note = droppedCookieNote(request);
+  const why =
+    note === undefined
+      ? html`<p>Your account may not open this page.</p>`
+      : html`<p>This request came without a session. ${note}</p>`;
   return htmlResponse(
-    html`<!doctype html><html lang="en"><meta charset="utf-8"><title>Not allowed</title><h1>Not allowed</h1><p>Your account may not open this page.</p><p><a href="/">Back to the start page</a></p></html>`,
+    html`<!doctype html><html lang="en"><meta charset="utf-8"><title>Not allowed</title><h1>Not allowed</h1>${why}<p><a href="/">Back to the start page</a></p></html>`,
     { status: 403 },
   );
 }

@@ -16,6 +16,21 @@ export const PEER_ADDRESS = createContextKey<string>("portcullis.peerAddress");
  */
 export const FRAMEWORK_TRUSTS_PROXY = createContextKey<true>("portcullis.frameworkTrustsProxy");
 
+/**
+ * What to do when no client address is known, in the words of the host the
+ * chain runs in: bound by an adapter whose host the default advice (a
+ * `clientAddress` preset, a Node adapter) does not fit.
+ */
+export const CLIENT_ADDRESS_ADVICE = createContextKey<string>("portcullis.clientAddressAdvice");
+
+const DEFAULT_ADVICE =
+  "pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter";
+
+/** The advice of the `PORTCULLIS_NO_CLIENT_ADDRESS` warning for `request`'s host. */
+export function clientAddressAdvice(request: Request): string {
+  return contextFrom(request).get(CLIENT_ADDRESS_ADVICE) ?? DEFAULT_ADVICE;
+}
+
 /** The client address `resolveClientAddress` settled on, normalized; read it with `clientAddressOf`. */
 export const CLIENT_ADDRESS = createContextKey<string>("portcullis.clientAddress");
 

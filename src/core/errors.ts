@@ -11,7 +11,8 @@ export type ErrorCode =
   | "ERR_JWT_INVALID"
   | "ERR_DPOP_PROOF_INVALID"
   | "ERR_DPOP_NONCE_REQUIRED"
-  | "ERR_CLIENT_METADATA";
+  | "ERR_CLIENT_METADATA"
+  | "ERR_MISSING_PEER";
 
 /** Base class: `code` is stable across releases, `message` is for humans. */
 export class PortcullisError extends Error {
@@ -227,6 +228,27 @@ export type ClientMetadataFailureReason =
   | "client_id_mismatch"
   | "auth_method_refused";
 
+/**
+ * An import path needs an optional peer dependency the application has not
+ * installed (`@modelcontextprotocol/server` for `portcullis/mcp`, `redis` for
+ * `createRedisClient`). The message is one line naming the package and the
+ * command that installs it.
+ */
+export class MissingPeerError extends PortcullisError {
+  static override code = "ERR_MISSING_PEER" as const;
+  override readonly code = "ERR_MISSING_PEER" as const;
+  /** The package to install. */
+  readonly packageName: string;
+
+  constructor(importPath: string, packageName: string, options?: { cause?: unknown }) {
+    super(
+      `${importPath} needs ${packageName}, which is not installed: npm install ${packageName}`,
+      options,
+    );
+    this.packageName = packageName;
+  }
+}
+
 /** Every error Portcullis throws, for exhaustive handling by `code`. */
 export type PortcullisErrors =
   | InvalidOptionsError
@@ -239,7 +261,8 @@ export type PortcullisErrors =
   | JwtInvalidError
   | DpopProofInvalidError
   | DpopNonceRequiredError
-  | ClientMetadataError;
+  | ClientMetadataError
+  | MissingPeerError;
 
 /** Whether `error` is one Portcullis threw (narrowing to the union, so `switch (error.code)` is exhaustive). */
 export function isPortcullisError(error: unknown): error is PortcullisErrors {

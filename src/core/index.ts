@@ -78,6 +78,7 @@ export {
   isPortcullisError,
   type JwtFailureReason,
   JwtInvalidError,
+  MissingPeerError,
   NoAuthenticationError,
   PortcullisError,
   type PortcullisErrors,

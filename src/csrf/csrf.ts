@@ -9,6 +9,7 @@ import { matchPath } from "../core/path.ts";
 import { compilePattern, type PathMatcher } from "../core/pattern.ts";
 import { problemResponse, unreadableBodyResponse } from "../core/problem.ts";
 import { sessionFrom } from "../session/index.ts";
+import { droppedCookieNote } from "../session/sessions.ts";
 import { issueToken, verifyToken } from "./token.ts";
 
 /**
@@ -161,8 +162,12 @@ export function csrf(options: CsrfOptions = {}): Middleware {
     if (!needsToken) return next(request, ...rest);
     // The id the cookie carried, stored or not: a visitor who only fetched a token holds one.
     const id = session?.fromCookie === true ? session.id : undefined;
-    if (session === undefined || id === undefined)
-      return refuse("A session and a CSRF token are required.");
+    if (session === undefined || id === undefined) {
+      const note = droppedCookieNote(request);
+      return refuse(
+        `A session and a CSRF token are required.${note === undefined ? "" : ` ${note}`}`,
+      );
+    }
     const token =
       request.headers.get(headerName) ?? (await formField(request, parameterName, maxFormBytes));
     if (isUnreadableForm(token)) return unreadableBodyResponse();

@@ -1,4 +1,4 @@
-import { addressNetwork, clientAddress } from "../core/client-address.ts";
+import { addressNetwork, clientAddress, clientAddressAdvice } from "../core/client-address.ts";
 import { withDeadline } from "../core/deadline.ts";
 import { sha256Base64url, sha256Base64urlNow } from "../core/digest.ts";
 import { randomToken } from "../core/encoding.ts";
@@ -558,7 +558,7 @@ function defaultClientKey(request: Request): string | undefined {
     // Counting every address-less client together would let one of them lock out everyone.
     warnOnce(
       "PORTCULLIS_NO_CLIENT_ADDRESS",
-      "the login throttle saw a request with no client address, so its per-client budget (maxFailuresPerClient) does not apply and one client may try many usernames; pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter",
+      `the login throttle saw a request with no client address, so its per-client budget (maxFailuresPerClient) does not apply and one client may try many usernames; ${clientAddressAdvice(request)}`,
     );
     return undefined;
   }

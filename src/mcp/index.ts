@@ -3,6 +3,10 @@
  * MCP SDK's server package, with Portcullis authenticating every request and
  * deciding every `tools/call` against the grant.
  *
+ * Needs the optional peer `@modelcontextprotocol/server` 2:
+ * `npm install @modelcontextprotocol/server`; without it the endpoint says so once on the
+ * console and answers 503.
+ *
  * @module portcullis/mcp
  */
 

@@ -1,12 +1,9 @@
-import {
-  type AuthInfo,
-  type CallToolResult,
-  createMcpHandler,
-  fromJsonSchema,
-  type jsonSchemaValidator,
-  McpServer,
-  type McpServerFactory,
-  type ServerContext,
+import type {
+  AuthInfo,
+  CallToolResult,
+  jsonSchemaValidator,
+  McpServerFactory,
+  ServerContext,
 } from "@modelcontextprotocol/server";
 import {
   type AgentAuth,
@@ -30,6 +27,7 @@ import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { reportError } from "../core/problem.ts";
+import { loadMcpSdk, type McpSdk, reportSdkFailure } from "./sdk.ts";
 
 /**
  * Options of `mcpEndpoint`.
@@ -116,58 +114,84 @@ const BATCH_REVISION = "2025-03-26";
  * the grant read again) and decides every `tools/call` (token ∩ grant, the
  * arguments against the input schema); the MCP SDK speaks the protocol.
  * Declare the resource with `agentAuth`'s `mcp` option first.
+ *
+ * The SDK (`@modelcontextprotocol/server`, an optional peer dependency) is
+ * loaded when the first endpoint is built; requests wait for it. Without it,
+ * the console says once which package to install and the endpoint answers
+ * 503.
  */
 export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
   const runtime = agents.runtime;
   const { url, metadataUrl, settings: resource } = mcpResourceOf(runtime);
   const single = resource.singleUseBearer;
   const settings = checkOptions(runtime, options);
-  const tools = mcpTools(runtime).map((tool) => ({ tool, config: toolConfig(tool) }));
+  const registered = mcpTools(runtime);
   const exchanges = new WeakMap<AuthInfo, Exchange>();
-  const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
-    const exchange = authInfo === undefined ? undefined : exchanges.get(authInfo);
-    // Stateless: no stream stays open to send notifications/tools/list_changed on, and the tools
-    // are the registry's, fixed when the endpoint is built.
-    const server = new McpServer(
-      { name: settings.name, version: settings.version },
-      { capabilities: { tools: { listChanged: false } } },
-    );
-    for (const { tool, config } of tools)
-      server.registerTool(
-        tool.name,
-        {
-          ...config,
-          // The MCP step-up: outside token ∩ grant, 403 insufficient_scope before the tool runs.
-          scopeChallenge: () => {
-            if (exchange === undefined) return undefined;
-            const scopes = mcpScopeChallenge(runtime, exchange.opened, tool.name);
-            if (scopes === undefined) return undefined;
-            exchange.stepUp ??= scopes;
-            return { scopes };
-          },
-        },
-        async (args: unknown, context: ServerContext) => {
-          if (exchange === undefined || requestInfo === undefined) return toolError(FAILED);
-          const { id } = context.mcpReq;
-          const given = exchange.withheld.has(id) ? exchange.withheld.get(id) : args;
-          const outcome = await mcpToolCall(
-            runtime,
-            exchange.opened,
-            tool.name,
-            given,
-            requestInfo,
-          );
-          return toolResult(tool, outcome);
-        },
+  const serve = (sdk: McpSdk) => {
+    const tools = registered.map((tool) => ({ tool, config: toolConfig(sdk, tool) }));
+    const factory: McpServerFactory = ({ authInfo, requestInfo }) => {
+      const exchange = authInfo === undefined ? undefined : exchanges.get(authInfo);
+      // Stateless: no stream stays open to send notifications/tools/list_changed on, and the tools
+      // are the registry's, fixed when the endpoint is built.
+      const server = new sdk.McpServer(
+        { name: settings.name, version: settings.version },
+        { capabilities: { tools: { listChanged: false } } },
       );
-    return server;
+      for (const { tool, config } of tools)
+        server.registerTool(
+          tool.name,
+          {
+            ...config,
+            // The MCP step-up: outside token ∩ grant, 403 insufficient_scope before the tool runs.
+            scopeChallenge: () => {
+              if (exchange === undefined) return undefined;
+              const scopes = mcpScopeChallenge(runtime, exchange.opened, tool.name);
+              if (scopes === undefined) return undefined;
+              exchange.stepUp ??= scopes;
+              return { scopes };
+            },
+          },
+          async (args: unknown, context: ServerContext) => {
+            if (exchange === undefined || requestInfo === undefined) return toolError(FAILED);
+            const { id } = context.mcpReq;
+            const given = exchange.withheld.has(id) ? exchange.withheld.get(id) : args;
+            const outcome = await mcpToolCall(
+              runtime,
+              exchange.opened,
+              tool.name,
+              given,
+              requestInfo,
+            );
+            return toolResult(tool, outcome);
+          },
+        );
+      return server;
+    };
+    return sdk.createMcpHandler(factory, {
+      maxRequestBodySize: settings.maxBodyBytes,
+      onerror: () => {},
+    });
   };
-  const sdk = createMcpHandler(factory, {
-    maxRequestBodySize: settings.maxBodyBytes,
-    onerror: () => {},
-  });
+  type SdkHandler = ReturnType<typeof serve>;
+  const serving = loadMcpSdk().then(serve);
+  // Once it is there, requests take it without waiting on a promise.
+  let sdk: SdkHandler | undefined;
+  serving.then(
+    (handler) => {
+      sdk = handler;
+    },
+    (error: unknown) => reportSdkFailure(error),
+  );
   const path = pathOfUrl(url);
   const handler: Handler = async (request) => {
+    let served = sdk;
+    if (served === undefined) {
+      try {
+        served = await serving;
+      } catch {
+        return unavailable();
+      }
+    }
     const origin = request.headers.get("origin");
     if (origin !== null && !settings.origins.has(origin)) return forbiddenOrigin();
     const opened = await openMcpSession(runtime, request);
@@ -192,7 +216,7 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     exchanges.set(authInfo, exchange);
     let answer: Response;
     try {
-      answer = await sdk.fetch(request, {
+      answer = await served.fetch(request, {
         authInfo,
         ...(body === undefined ? {} : { parsedBody: body.value }),
       });
@@ -211,7 +235,11 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     handler,
     path,
     url,
-    close: () => sdk.close(),
+    close: () =>
+      serving.then(
+        (handler) => handler.close(),
+        () => {},
+      ),
   });
 }
 
@@ -245,13 +273,13 @@ function checkOptions(runtime: AgentRuntime, options: McpEndpointOptions): Setti
   };
 }
 
-function toolConfig(tool: McpTool) {
+function toolConfig(sdk: McpSdk, tool: McpTool) {
   return {
     description: tool.description,
-    inputSchema: fromJsonSchema(tool.inputSchema as never, PUBLISH_ONLY),
+    inputSchema: sdk.fromJsonSchema(tool.inputSchema as never, PUBLISH_ONLY),
     ...(tool.outputSchema === undefined
       ? {}
-      : { outputSchema: fromJsonSchema(tool.outputSchema as never, PUBLISH_ONLY) }),
+      : { outputSchema: sdk.fromJsonSchema(tool.outputSchema as never, PUBLISH_ONLY) }),
   };
 }
 
@@ -344,6 +372,10 @@ function withhold(message: unknown, withheld: Map<unknown, unknown>): void {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function unavailable(): Response {
+  return jsonRpcError(503, -32603, "the MCP endpoint is unavailable");
 }
 
 function forbiddenOrigin(): Response {

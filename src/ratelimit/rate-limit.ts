@@ -4,6 +4,7 @@ import {
   type ClientAddressOptions,
   checkClientAddressOptions,
   clientAddress,
+  clientAddressAdvice,
   resolveClientAddress,
 } from "../core/client-address.ts";
 import { bindValue, contextFrom, createContextKey } from "../core/context.ts";
@@ -273,7 +274,7 @@ export function rateLimit(options: RateLimitOptions): RateLimitLeg {
     }
     warnOnce(
       "PORTCULLIS_NO_CLIENT_ADDRESS",
-      "a rate-limit rule keyed on the client address saw a request with no address, so such clients share one counter; pass newHandler's clientAddress option (nodeServerClientAddress for @hono/node-server, bunClientAddress, denoClientAddress, workersClientAddress) or mount the chain through a Node adapter",
+      `a rate-limit rule keyed on the client address saw a request with no address, so such clients share one counter; ${clientAddressAdvice(request)}`,
     );
     return "u";
   };

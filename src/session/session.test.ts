@@ -655,6 +655,7 @@ describe("shared principals", () => {
     absoluteTimeoutMs: 1000,
     call: <T>(operation: () => Promise<T>) => operation(),
     setCookie: () => {},
+    secure: true,
   };
   const record = (name: string, authorities: string[]) => ({
     data: {},

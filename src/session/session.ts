@@ -25,6 +25,15 @@ export interface SessionRuntime {
   readonly call: <T>(operation: () => Promise<T>) => Promise<T>;
   /** Queues the session cookie (or its deletion) for `request`'s response. */
   readonly setCookie: (request: object, id: string | undefined) => void;
+  /** Whether the session cookie carries `Secure`. */
+  readonly secure: boolean;
+}
+
+let runtimeOf: (session: Session) => SessionRuntime;
+
+/** Whether the cookie `session` would be set with carries `Secure`; for the session leg's own room. */
+export function secureCookie(session: Session): boolean {
+  return runtimeOf(session).secure;
 }
 
 /** Session ids: 32 random bytes, base64url. */
@@ -97,6 +106,10 @@ export class Session {
     this.#loadedPrincipal = record?.principal;
     this.#createdAt = record?.createdAt ?? runtime.now();
     this.#fromCookie = id !== undefined;
+  }
+
+  static {
+    runtimeOf = (session) => session.#runtime;
   }
 
   /** The session's id: the one CSRF tokens are bound to; `undefined` until it has one. */

@@ -13,9 +13,18 @@ import { throttledConsole } from "../core/log.ts";
 import { rejectUnknownKeys, timeoutOption } from "../core/options.ts";
 import { existingOutbox, outboxOf } from "../core/outbox.ts";
 import { problemResponse } from "../core/problem.ts";
+import { inProduction } from "../core/production.ts";
 import { storeCaller } from "../core/store-call.ts";
 import { warnOnce } from "../core/warning.ts";
-import { SESSION, SESSION_ID, Session, type SessionRuntime, ttlOf } from "./session.ts";
+import {
+  SESSION,
+  SESSION_ID,
+  Session,
+  type SessionRuntime,
+  secureCookie,
+  sessionFrom,
+  ttlOf,
+} from "./session.ts";
 import {
   getNow,
   MemorySessionStore,
@@ -202,6 +211,7 @@ export function sessions(options: SessionOptions = {}): Middleware {
         id === undefined ? clearCookie : serializeCookie(cookieName, id, attributes),
       );
     },
+    secure,
   };
 
   return directLeg((next) => (request, ...rest) => {
@@ -339,27 +349,47 @@ function cookieTooLarge(): Response {
 }
 
 /**
- * Browsers drop a `Secure` cookie set over plain HTTP, except on loopback: the
- * sign-in then seems to do nothing. A proxy's `X-Forwarded-Proto: https` or
- * `Forwarded: proto=https` says the browser did use HTTPS.
+ * The origin for which browsers drop a `Secure` cookie set in answer to
+ * `request`: plain HTTP to a host that is not loopback, with no proxy saying
+ * the browser used HTTPS (`X-Forwarded-Proto: https`, `Forwarded: proto=https`).
  */
-function warnIfDropped(request: object): void {
+function droppingOrigin(request: object): URL | undefined {
   const url = (request as Request).url;
-  if (typeof url !== "string" || !url.startsWith("http:")) return;
+  if (typeof url !== "string" || !url.startsWith("http:")) return undefined;
   const headers = (request as Request).headers;
   const forwarded = `${headers?.get("x-forwarded-proto") ?? ""},${headers?.get("forwarded") ?? ""}`;
-  if (/(^|[\s,;=])https\b/i.test(forwarded)) return;
-  let host: string;
+  if (/(^|[\s,;=])https\b/i.test(forwarded)) return undefined;
+  let parsed: URL;
   try {
-    host = new URL(url).hostname;
+    parsed = new URL(url);
   } catch {
-    return;
+    return undefined;
   }
-  if (isLoopback(host)) return;
+  return isLoopback(parsed.hostname) ? undefined : parsed;
+}
+
+/** Browsers drop a `Secure` cookie set over plain HTTP, except on loopback: the sign-in then seems to do nothing. */
+function warnIfDropped(request: object): void {
+  const dropped = droppingOrigin(request);
+  if (dropped === undefined) return;
   warnOnce(
     "PORTCULLIS_SECURE_COOKIE_OVER_HTTP",
-    `a Secure session cookie was set on a plain-HTTP request for ${host}: browsers drop it, so sign-in seems to do nothing. Serve HTTPS (behind a TLS proxy, let it send X-Forwarded-Proto), or use sessions({ secure: false }) for local development only.`,
+    `a Secure session cookie was set on a plain-HTTP request for ${dropped.hostname}: browsers drop it, so sign-in seems to do nothing. Serve HTTPS (behind a TLS proxy, let it send X-Forwarded-Proto), or use sessions({ secure: false }) for local development only.`,
   );
+}
+
+/**
+ * Outside production, why `request` came without the session it needed: its
+ * session cookie is `Secure` and this is plain HTTP to a host that is not
+ * loopback, where browsers drop such cookies. `undefined` when that is not the
+ * case, and always in production. For the pages that refuse such a request.
+ */
+export function droppedCookieNote(request: Request): string | undefined {
+  const session = sessionFrom(request);
+  if (session === undefined || session.fromCookie || !secureCookie(session)) return undefined;
+  const dropped = droppingOrigin(request);
+  if (dropped === undefined || inProduction()) return undefined;
+  return `Your browser sent no session cookie: the session cookie is Secure, and browsers drop Secure cookies on plain HTTP (${dropped.origin}). Serve HTTPS, or use sessions({ secure: false }) for local development only. (Shown because NODE_ENV is not "production".)`;
 }
 
 function isLoopback(host: string): boolean {

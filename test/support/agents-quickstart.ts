@@ -64,6 +64,8 @@ export async function runAgentsQuickstart(options: {
   readonly cwd: string;
   readonly nodeArgs: readonly string[];
   readonly browser: Browser;
+  /** The button the person presses on the review. */
+  readonly decision?: "Approve" | "Deny";
 }): Promise<QuickstartRun> {
   const port = await freePort();
   // The guide: `export PORT=… ALICE_PASSWORD=… RESEARCH_KEY=$(openssl rand -hex 16)`.
@@ -105,7 +107,7 @@ export async function runAgentsQuickstart(options: {
       const reviewed = await page.locator("body").innerText();
       await Promise.all([
         page.waitForNavigation(),
-        page.getByRole("button", { name: "Approve" }).click(),
+        page.getByRole("button", { name: options.decision ?? "Approve" }).click(),
       ]);
       const agentExit = await Promise.race([
         agent.exited,

@@ -1,6 +1,6 @@
 import { mustAuthentication } from "portcullis";
 import { routeHandlers } from "portcullis/adapters/next";
-import { chain } from "../lib/security.ts";
+import { chain } from "@/lib/security";
 
 // Any signed-in user.
 // Every method goes through the chain, OPTIONS included (Next would answer it itself).

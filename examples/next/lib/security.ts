@@ -2,15 +2,28 @@ import {
   authz,
   basicAuth,
   createPasswordEncoder,
+  type LoginUser,
   newChain,
   passwordCredentials,
   securityHeaders,
 } from "portcullis";
-import { demoUsers } from "../../shared/accounts.ts";
 
 const { match, routes } = authz;
+
+// Demo accounts, for local use only: their passwords are public (PORTCULLIS_DEMO_<NAME>_PASSWORD
+// overrides one). Your user table keeps password hashes only.
 const encoder = createPasswordEncoder();
-const users = demoUsers(encoder); // hashed once, on first use of this module
+const roles = { alice: "USER", sam: "STAFF", ada: "ADMIN" };
+async function userTable(): Promise<Map<string, LoginUser>> {
+  const users = new Map<string, LoginUser>();
+  for (const [name, role] of Object.entries(roles)) {
+    const password =
+      process.env[`PORTCULLIS_DEMO_${name.toUpperCase()}_PASSWORD`] ?? `demo-${name}`;
+    users.set(name, { name, authorities: [role], passwordHash: await encoder.hash(password) });
+  }
+  return users;
+}
+const users = userTable(); // hashed once, on first use of this module
 
 /**
  * One chain for the proxy and for route handlers. They are bundled apart, so

@@ -2,6 +2,9 @@
  * Express 5: `expressMiddleware` mounts a chain, a guard or a scoped rule set as Express
  * middleware.
  *
+ * Needs the optional peer `express` 5: `npm install express` (and `@types/express` for
+ * TypeScript).
+ *
  * @module portcullis/adapters/express
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
@@ -15,6 +18,7 @@ import {
   chainDecider,
 } from "../node/engine/chain-runner.ts";
 import { applyHeaders, writeResponse } from "../node/engine/response.ts";
+import { warnIfRoutesBefore } from "./route-order.ts";
 
 export type { AdapterOptions } from "../node/engine/chain-runner.ts";
 
@@ -32,6 +36,11 @@ export type { AdapterOptions } from "../node/engine/chain-runner.ts";
  * chain read are put back for `express.json()` and friends; and `next()` is
  * called exactly once. The chain decides on `req.originalUrl`, the raw path the
  * router routes on.
+ *
+ * Express runs its stack in registration order: a route or router registered
+ * before this middleware answers without it. The first request that reaches
+ * it looks at the stack it sits in and warns once
+ * (`PORTCULLIS_ROUTE_BEFORE_CHAIN`) if anything would.
  */
 export function expressMiddleware(
   chain: Middleware | Chain,
@@ -39,7 +48,12 @@ export function expressMiddleware(
 ): RequestHandler {
   checkAdapterOptions("expressMiddleware", options);
   const decide = chainDecider(chain, options);
-  return (req: Request, res: Response, next: NextFunction): void => {
+  let looked = false;
+  const middleware = (req: Request, res: Response, next: NextFunction): void => {
+    if (!looked) {
+      looked = true;
+      warnIfRoutesBefore(req, middleware);
+    }
     // Express announces itself on every answer unless told not to: a fingerprint for
     // attackers, off here for denials and passed requests alike (a route may set it again).
     if (!res.headersSent) res.removeHeader("x-powered-by");
@@ -87,4 +101,5 @@ export function expressMiddleware(
     if (outcome instanceof Promise) outcome.then(proceed, failed);
     else proceed(outcome);
   };
+  return middleware;
 }

@@ -2,6 +2,8 @@
  * Fastify 5: the `fastifyPortcullis` plugin runs a chain for every route, child plugins and 404s
  * included; `fastifyHook` mounts a guard on one plugin.
  *
+ * Needs the optional peer `fastify` 5: `npm install fastify`.
+ *
  * @module portcullis/adapters/fastify
  */
 import type {

@@ -2,6 +2,8 @@
  * Hono 4: `honoMiddleware` mounts a chain, a guard or a scoped rule set as Hono middleware;
  * `mustAuthentication(c)` then reads the principal.
  *
+ * Needs the optional peer `hono` 4: `npm install hono` (on Node, with `@hono/node-server`).
+ *
  * @module portcullis/adapters/hono
  */
 import type { Context as HonoContext, MiddlewareHandler } from "hono";

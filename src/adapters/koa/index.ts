@@ -1,6 +1,8 @@
 /**
  * Koa 3: `koaMiddleware` mounts a chain, a guard or a scoped rule set as Koa middleware.
  *
+ * Needs the optional peer `koa` 3: `npm install koa` (and `@types/koa` for TypeScript).
+ *
  * @module portcullis/adapters/koa
  */
 import type { ServerResponse } from "node:http";

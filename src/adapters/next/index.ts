@@ -2,10 +2,14 @@
  * Next.js 15 and 16: `nextMiddleware` runs a chain in the proxy (middleware), `routeHandlers`
  * and `withChain` run it again inside route handlers.
  *
+ * Needs the optional peer `next` 15 or 16, which a Next.js app has.
+ *
  * @module portcullis/adapters/next
  */
 import type { NextRequest } from "next/server.js";
 import type { Chain } from "../../chain/index.ts";
+import { CLIENT_ADDRESS_ADVICE } from "../../core/client-address.ts";
+import { bindValue } from "../../core/context.ts";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import type { Handler, Middleware } from "../../core/handler.ts";
 import { checkAdapterOptions, rejectUnknownKeys } from "../../core/options.ts";
@@ -47,6 +51,11 @@ export type NextRouteHandler<C = any> = (
   request: NextRequest,
   context: C,
 ) => Response | Promise<Response>;
+
+// Next hands neither the proxy nor a route handler the socket; the address arrives only in the
+// X-Forwarded-For that Next (or the platform in front) writes.
+const ADDRESS_ADVICE =
+  "on Next.js the chain sees no socket, only X-Forwarded-For: behind a proxy that writes it (Vercel, a load balancer, nginx), set newChain's trustProxy to the number of such proxies (1 for one); next start by itself keeps an X-Forwarded-For the client wrote (it adds the socket's address only when there is none), so put a proxy in front of it";
 
 // Next's middleware protocol: these response headers steer routing (continue,
 // rewrite, redirect, request-header overrides). A leg must never set them.
@@ -96,6 +105,7 @@ export function nextMiddleware(
     };
     let response: Response;
     try {
+      bindValue(request, CLIENT_ADDRESS_ADVICE, ADDRESS_ADVICE);
       response = await mw(innermost)(request, ...rest);
     } catch (error) {
       return internalErrorResponse(options.onError, error, request);
@@ -141,6 +151,7 @@ export function withChain<C>(
   return async (request, context) => {
     const inner: Handler = async (downstream) => handler(downstream as NextRequest, context);
     try {
+      bindValue(request, CLIENT_ADDRESS_ADVICE, ADDRESS_ADVICE);
       const response = await mw(inner)(request, context);
       if (!(response instanceof Response)) throw new TypeError("the chain answered a non-Response");
       return asFinal(response);

@@ -5,6 +5,8 @@
  * metadata documents for `portcullis/oauth2`, connecting only to the address
  * its guard checked.
  *
+ * Needs no peer: Node's own `node:http`.
+ *
  * @module portcullis/adapters/node
  */
 import {

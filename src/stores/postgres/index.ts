@@ -3,6 +3,8 @@
  * protection, authorization codes and refresh tokens shared by every instance. Apply the schema first with
  * `migrate(pool)` or `migration.sql`.
  *
+ * Needs the optional peer `pg` 8: `npm install pg` (and `@types/pg` for TypeScript).
+ *
  * @module portcullis/stores/postgres
  */
 

@@ -1,7 +1,23 @@
-import { createClient } from "redis";
+import { createRequire } from "node:module";
+import type * as RedisPackage from "redis";
 import { InvalidOptionsError } from "../../core/errors.ts";
 import { throttledConsole } from "../../core/log.ts";
 import { rejectUnknownKeys } from "../../core/options.ts";
+import { missingPeer } from "../../core/peer.ts";
+
+/**
+ * node-redis, an optional peer dependency, loaded when a client is made
+ * rather than with this module: the stores take clients the application
+ * made, and an application without the package is told in one line which to
+ * install (`MissingPeerError`), not with a module-not-found stack.
+ */
+function redisPackage(): typeof RedisPackage {
+  try {
+    return createRequire(import.meta.url)("redis") as typeof RedisPackage;
+  } catch (error) {
+    throw missingPeer(error, "portcullis/stores/redis", "redis");
+  }
+}
 
 /** The part of a node-redis client that reports connection errors. */
 interface ErrorEmitter {
@@ -75,7 +91,8 @@ export interface RedisClientSetup {
  * its own for as long as it takes (backing off up to `maxReconnectDelayMs`),
  * and fails commands at once while disconnected instead of queueing them
  * (`disableOfflineQueue`), so requests answer 503 rather than wait. Connect it
- * before use: `const redis = await createRedisClient(url).connect()`.
+ * before use: `const redis = await createRedisClient(url).connect()`. Throws
+ * `MissingPeerError` when the `redis` package is not installed.
  */
 export function createRedisClient(url: string, setup: RedisClientSetup = {}) {
   rejectUnknownKeys("createRedisClient", setup, [
@@ -87,7 +104,7 @@ export function createRedisClient(url: string, setup: RedisClientSetup = {}) {
     throw new InvalidOptionsError("createRedisClient: url must be a redis:// or rediss:// URL");
   const connectTimeout = positiveInteger("connectTimeoutMs", setup.connectTimeoutMs ?? 2000);
   const maxDelay = positiveInteger("maxReconnectDelayMs", setup.maxReconnectDelayMs ?? 2000);
-  const client = createClient({
+  const client = redisPackage().createClient({
     url,
     disableOfflineQueue: true,
     socket: {

@@ -2,6 +2,9 @@
  * Stores on Redis (node-redis v5) shared by every instance: sessions, rate limits, login
  * attempts and the agent stores, with `createRedisClient` for a client that survives outages.
  *
+ * Needs the optional peer `redis` 5: `npm install redis`; `createRedisClient` throws
+ * `MissingPeerError` without it.
+ *
  * @module portcullis/stores/redis
  */
 export {

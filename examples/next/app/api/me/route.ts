@@ -1,6 +1,6 @@
 import { mustAuthentication } from "portcullis";
 import { routeHandlers } from "portcullis/adapters/next";
-import { chain } from "../../../lib/security.ts";
+import { chain } from "@/lib/security";
 
 // The whole chain runs here, in-process: the principal comes from it, never from a header.
 // Every method goes through the chain, OPTIONS included (Next would answer it itself).

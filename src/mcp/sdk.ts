@@ -1,0 +1,36 @@
+import type * as McpServerPackage from "@modelcontextprotocol/server";
+import { MissingPeerError } from "../core/errors.ts";
+import { missingPeer } from "../core/peer.ts";
+
+/** The MCP SDK's server package, an optional peer dependency. */
+export type McpSdk = typeof McpServerPackage;
+
+let loading: Promise<McpSdk> | undefined;
+
+/**
+ * The MCP SDK's server package, loaded when the first endpoint is built rather
+ * than with `portcullis/mcp` itself: an application that lacks it is told in
+ * one line which package to install (`MissingPeerError`), not with a
+ * module-not-found stack. Once per process.
+ */
+export function loadMcpSdk(): Promise<McpSdk> {
+  loading ??= import("@modelcontextprotocol/server").catch((error: unknown) => {
+    throw missingPeer(error, "portcullis/mcp", "@modelcontextprotocol/server");
+  });
+  return loading;
+}
+
+let told = false;
+
+/** Says once per process, on the console, why the MCP endpoint cannot serve. */
+export function reportSdkFailure(error: unknown): void {
+  if (told) return;
+  told = true;
+  try {
+    if (error instanceof MissingPeerError)
+      console.error(`portcullis: ${error.message}; the MCP endpoint answers 503 until then`);
+    else console.error("portcullis: the MCP endpoint could not be set up", error);
+  } catch {
+    // A failing console must not become an unhandled rejection.
+  }
+}
