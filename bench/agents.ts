@@ -187,7 +187,7 @@ export async function agentBenchmarks(setting = "Node's own Request and Response
     const verify = jwtVerifier({ keys, typ: CAPABILITY_TOKEN_TYPE, issuer: ISSUER });
     const body = JSON.stringify({ capability: "ping" });
     // Its own instance (and replay store): execute spends each token before the quick start sees it.
-    const quickStart = quickStartHandler(await benchAgents(keys));
+    const quickStart = await quickStartHandler(await benchAgents(keys));
     // Tokens issued within the partial second it was made in would predate its replay store.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     await sideBySide(
@@ -338,7 +338,7 @@ export async function mcpBenchmarks(): Promise<void> {
   const { publicKey, privateKey } = await generateKeyPair(alg);
   const keys = await importKeySet({ keys: [{ kid: "k1", alg, privateKey, publicKey }] });
   const agents = await benchAgents(keys);
-  const mcp = mcpEndpoint(agents);
+  const mcp = await mcpEndpoint(agents);
   const options = { algorithms: [alg], issuer: ISSUER, typ: CAPABILITY_TOKEN_TYPE };
   const body = JSON.stringify({ capability: "ping" });
   const call = JSON.stringify({
@@ -423,8 +423,10 @@ export async function mcpBenchmarks(): Promise<void> {
  * sessions, CSRF, login, the agents' authenticator and Basic, the rules; the
  * router answers the MCP endpoint, then the agent endpoints.
  */
-function quickStartHandler(agents: Awaited<ReturnType<typeof benchAgents>>): Handler {
-  const mcp = mcpEndpoint(agents);
+async function quickStartHandler(
+  agents: Awaited<ReturnType<typeof benchAgents>>,
+): Promise<Handler> {
+  const mcp = await mcpEndpoint(agents);
   const credentials = passwordCredentials({
     findUser: () => undefined,
     passwordEncoder: createPasswordEncoder(),

@@ -106,7 +106,7 @@ async function approvalPage(request: Request, code: string): Promise<Response> {
 }
 
 // The same capabilities as MCP tools at /mcp, for MCP clients (the MCP SDK's server does the protocol).
-const mcp = mcpEndpoint(agents);
+const mcp = await mcpEndpoint(agents);
 
 const router = async (request: Request): Promise<Response> => {
   const answered = await mcp.route(request); // /mcp, then discovery, list, execute, OAuth endpoints

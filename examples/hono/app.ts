@@ -375,7 +375,7 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   const trustedOrigins = [corsOrigin];
   // The capabilities as MCP tools at /mcp; the app's own pages and the trusted origins may call it
   // from a browser.
-  const mcp = mcpEndpoint(agents, {
+  const mcp = await mcpEndpoint(agents, {
     allowedOrigins: [new URL(issuer).origin, ...trustedOrigins],
   });
   // The MCP, agent and OAuth endpoints answer first; every other path goes to the router.

@@ -27,14 +27,14 @@ import { bodyLimitOption, rejectUnknownKeys } from "../core/options.ts";
 import { parseOrigin } from "../core/origin.ts";
 import { pathOfUrl } from "../core/path.ts";
 import { reportError } from "../core/problem.ts";
-import { loadMcpSdk, type McpSdk, reportSdkFailure } from "./sdk.ts";
+import { loadMcpSdk, type McpSdk } from "./sdk.ts";
 
 /**
  * Options of `mcpEndpoint`.
  *
  * @example
  * ```ts
- * const mcp = mcpEndpoint(agents, {
+ * const mcp = await mcpEndpoint(agents, {
  *   allowedOrigins: ["https://notes.example.com"],
  *   name: "notes",
  *   version: "1.4.0",
@@ -116,11 +116,14 @@ const BATCH_REVISION = "2025-03-26";
  * Declare the resource with `agentAuth`'s `mcp` option first.
  *
  * The SDK (`@modelcontextprotocol/server`, an optional peer dependency) is
- * loaded when the first endpoint is built; requests wait for it. Without it,
- * the console says once which package to install and the endpoint answers
- * 503.
+ * loaded when the first endpoint is built, not with `portcullis/mcp`: without
+ * it, building rejects with `MissingPeerError`, one line naming the package to
+ * install, as any other bad configuration does.
  */
-export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {}): McpEndpoint {
+export async function mcpEndpoint(
+  agents: AgentAuth,
+  options: McpEndpointOptions = {},
+): Promise<McpEndpoint> {
   const runtime = agents.runtime;
   const { url, metadataUrl, settings: resource } = mcpResourceOf(runtime);
   const single = resource.singleUseBearer;
@@ -172,26 +175,9 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
       onerror: () => {},
     });
   };
-  type SdkHandler = ReturnType<typeof serve>;
-  const serving = loadMcpSdk().then(serve);
-  // Once it is there, requests take it without waiting on a promise.
-  let sdk: SdkHandler | undefined;
-  serving.then(
-    (handler) => {
-      sdk = handler;
-    },
-    (error: unknown) => reportSdkFailure(error),
-  );
+  const served = serve(await loadMcpSdk());
   const path = pathOfUrl(url);
   const handler: Handler = async (request) => {
-    let served = sdk;
-    if (served === undefined) {
-      try {
-        served = await serving;
-      } catch {
-        return unavailable();
-      }
-    }
     const origin = request.headers.get("origin");
     if (origin !== null && !settings.origins.has(origin)) return forbiddenOrigin();
     const opened = await openMcpSession(runtime, request);
@@ -235,11 +221,7 @@ export function mcpEndpoint(agents: AgentAuth, options: McpEndpointOptions = {})
     handler,
     path,
     url,
-    close: () =>
-      serving.then(
-        (handler) => handler.close(),
-        () => {},
-      ),
+    close: () => served.close(),
   });
 }
 
@@ -372,10 +354,6 @@ function withhold(message: unknown, withheld: Map<unknown, unknown>): void {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function unavailable(): Response {
-  return jsonRpcError(503, -32603, "the MCP endpoint is unavailable");
 }
 
 function forbiddenOrigin(): Response {

@@ -1,5 +1,4 @@
 import type * as McpServerPackage from "@modelcontextprotocol/server";
-import { MissingPeerError } from "../core/errors.ts";
 import { missingPeer } from "../core/peer.ts";
 
 /** The MCP SDK's server package, an optional peer dependency. */
@@ -18,19 +17,4 @@ export function loadMcpSdk(): Promise<McpSdk> {
     throw missingPeer(error, "portcullis/mcp", "@modelcontextprotocol/server");
   });
   return loading;
-}
-
-let told = false;
-
-/** Says once per process, on the console, why the MCP endpoint cannot serve. */
-export function reportSdkFailure(error: unknown): void {
-  if (told) return;
-  told = true;
-  try {
-    if (error instanceof MissingPeerError)
-      console.error(`portcullis: ${error.message}; the MCP endpoint answers 503 until then`);
-    else console.error("portcullis: the MCP endpoint could not be set up", error);
-  } catch {
-    // A failing console must not become an unhandled rejection.
-  }
 }

@@ -134,7 +134,7 @@ export async function mcpSite(
     onStoreError: () => {},
     ...options,
   });
-  const mcp = mcpEndpoint(agents, endpoint);
+  const mcp = await mcpEndpoint(agents, endpoint);
   const router = async (request: Request) =>
     (await mcp.route(request)) ?? new Response(null, { status: 404 });
   const handler = wrap === undefined ? undefined : wrap(router, agents);
