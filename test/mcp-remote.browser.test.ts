@@ -82,17 +82,23 @@ function mcpRemote(args: readonly string[] = []) {
     log: () => log,
     /** The first URL mcp-remote asked the browser to open. */
     async openedUrl(): Promise<string> {
-      return poll(() => {
-        try {
-          return readFileSync(opened, "utf8").split("\n")[0] || undefined;
-        } catch {
-          return undefined;
-        }
-      }, () => log);
+      return poll(
+        () => {
+          try {
+            return readFileSync(opened, "utf8").split("\n")[0] || undefined;
+          } catch {
+            return undefined;
+          }
+        },
+        () => log,
+      );
     },
     /** The first line of its log that matches `pattern`. */
     async logged(pattern: RegExp): Promise<RegExpExecArray> {
-      return poll(() => pattern.exec(log) ?? undefined, () => log);
+      return poll(
+        () => pattern.exec(log) ?? undefined,
+        () => log,
+      );
     },
   };
 }
@@ -174,6 +180,12 @@ describe("mcp-remote against the example app", () => {
       remote.client.callTool({ name: "get_time", arguments: {} }),
     ).resolves.toMatchObject({ structuredContent: { time: expect.any(String) } });
   }, 120_000);
+
+  it("its device flow without a client of its own asks to register one for the device grant, which is refused", async () => {
+    const remote = mcpRemote(["--device-code"]);
+    await remote.logged(/invalid_client_metadata|grant_types must be authorization_code/);
+    await expect(remote.connecting).rejects.toThrow();
+  }, 60_000);
 
   it("its client credentials (--client-credentials) draw on the grant alice approved", async () => {
     const remote = mcpRemote(["--client-credentials", "--static-oauth-client-info", DEMO_AGENT]);
