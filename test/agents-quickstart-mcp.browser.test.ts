@@ -256,7 +256,7 @@ describe.each(CODE_LINES)(
         await page.getByLabel("Password").fill(PASSWORD);
         await press(page, "Sign in");
         await expect(page.locator("h1").textContent()).resolves.toBe(
-          `Desk (${line}) (back to ${new URL(redirectUrl).host}) asks for`,
+          `"Desk (${line})" (back to ${new URL(redirectUrl).host}) asks for`,
         );
         await expect(page.locator("li").allTextContents()).resolves.toEqual([
           "add_note: Adds a note.",

@@ -76,7 +76,8 @@ const agents = await agentAuth({
   // register themselves, a signed-in human approves on the consent page, refresh tokens follow.
   authorizationCode: {
     consentPage: (request, consent) => {
-      const who = `${consent.clientName ?? consent.clientId} (back to ${consent.redirectHost})`;
+      // The name is the client's own claim: quoted, beside where the browser is sent back.
+      const who = `"${consent.clientName ?? consent.clientId}" (back to ${consent.redirectHost})`;
       return decision(request, who, consent.capabilities, consent.action, {
         consent: consent.consentToken,
       });

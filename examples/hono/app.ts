@@ -160,8 +160,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         signInPath: "/login",
         maxSignInAgeSeconds: Math.max(30, Math.ceil(maxAgeMs / 1000)),
         clientMetadataDocuments: documents,
-        // Clients that have no metadata document register themselves (mcp-remote, Claude
-        // Desktop...): public clients only, each address and everyone together rate limited.
+        // Clients that have no metadata document register themselves (mcp-remote and other
+        // desktop clients): public clients only, each address and everyone together rate limited.
         dynamicRegistration: {},
         // mcp-remote comes back to http://localhost:<a port it picks>, not always the one it
         // registered with: localhost matches on any port here, as 127.0.0.1 and [::1] always do.
