@@ -185,6 +185,99 @@ describe("loopback redirect URIs (RFC 8252 §7.3)", () => {
   });
 });
 
+describe("the server's redirect-URI policy (authorizationCode.redirectUris)", () => {
+  const CURSOR = "cursor://anysphere.cursor-retrieval/oauth/callback";
+  let widened: CodeSite;
+  beforeAll(async () => {
+    widened = await codeSite({
+      authorizationCode: {
+        consentPage: (_request, consent) => Response.json(consent),
+        signedInAt: signedInHeader,
+        signInPath: "/login",
+        redirectUris: { privateUseSchemes: ["cursor"], localhostAnyPort: true },
+      },
+    });
+    for (const at of [site, widened]) {
+      await at.clients.register({ clientId: "cursor", public: true, redirectUris: [CURSOR] });
+      await at.clients.register({
+        clientId: "my-app",
+        public: true,
+        redirectUris: ["myapp:/callback"],
+      });
+      await at.clients.register({
+        clientId: "localhost-app",
+        public: true,
+        redirectUris: ["http://localhost:7777/callback"],
+      });
+    }
+  });
+  afterAll(async () => {
+    await widened?.close();
+  });
+
+  it("refuses a registered single-label scheme by default, on a page that names the option", async () => {
+    for (const [clientId, redirectUri] of [
+      ["cursor", CURSOR],
+      ["my-app", "myapp:/callback"],
+    ] as const) {
+      const url = authorizeUrl(site, { challenge, clientId, redirectUri });
+      const page = await expectErrorPage(await openAuthorize(site, url));
+      expect(page).toContain("privateUseSchemes");
+    }
+  });
+
+  it("sends the code to a scheme the server names, and refuses the schemes it does not", async () => {
+    const consent = await consentFor(widened, {
+      challenge,
+      clientId: "cursor",
+      redirectUri: CURSOR,
+    });
+    expect(consent.redirectHost).toBe("cursor");
+    const answer = await postConsent(widened, {
+      consent: consent.consentToken,
+      action: "approve",
+    });
+    expect(answer.status).toBe(303);
+    const location = new URL(answer.headers.get("location") as string);
+    expect(`${location.protocol}//${location.host}${location.pathname}`).toBe(CURSOR);
+    expect(location.searchParams.get("code")).toBeTypeOf("string");
+    // The consent form may be redirected to the app's scheme, and nowhere else.
+    const page = await openAuthorize(
+      widened,
+      authorizeUrl(widened, { challenge, clientId: "cursor", redirectUri: CURSOR }),
+    );
+    expect(page.headers.get("content-security-policy")).toMatch(/form-action 'self' cursor:/);
+    const url = authorizeUrl(widened, {
+      challenge,
+      clientId: "my-app",
+      redirectUri: "myapp:/callback",
+    });
+    await expectErrorPage(await openAuthorize(widened, url));
+  });
+
+  it("matches localhost on any port only when localhostAnyPort is on", async () => {
+    const other = "http://localhost:50123/callback";
+    const params = { challenge, clientId: "localhost-app", redirectUri: other };
+    await expectErrorPage(await openAuthorize(site, authorizeUrl(site, params)));
+    const consent = await consentFor(widened, params);
+    expect(consent.redirectHost).toBe("localhost:50123");
+    // Still only localhost and the loopback literals: another host, or localhost with a
+    // path of its own, never matches.
+    for (const redirectUri of [
+      "http://localhost.:50123/callback",
+      "http://localhost:50123/callback/more",
+      "http://localhost:50123\\x/callback",
+      "http://127.0.0.1:50123/callback",
+    ])
+      await expectErrorPage(
+        await openAuthorize(
+          widened,
+          authorizeUrl(widened, { challenge, clientId: "localhost-app", redirectUri }),
+        ),
+      );
+  });
+});
+
 describe("requests with a good client and redirect URI: errors go back with state and iss", () => {
   it("unsupported_response_type for response_type token", async () => {
     const response = await openAuthorize(

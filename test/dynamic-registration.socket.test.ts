@@ -15,7 +15,11 @@ import { type AgentAuth, agentAuth } from "../src/agentauth/index.ts";
 import { bindAuthentication, createAuthentication } from "../src/core/authentication.ts";
 import { nodeServerClientAddress, peerAddress } from "../src/core/client-address.ts";
 import { generateKeySet, type KeySet } from "../src/jwt/index.ts";
-import { type DynamicRegistrationOptions, MemoryClientStore } from "../src/oauth2/index.ts";
+import {
+  type DynamicRegistrationOptions,
+  MemoryClientStore,
+  type RedirectUriOptions,
+} from "../src/oauth2/index.ts";
 import { type Served, serveFetch } from "./serve.ts";
 
 const REDIRECT = "http://127.0.0.1/callback";
@@ -39,7 +43,10 @@ interface Site {
   advance(ms: number): void;
 }
 
-async function site(dynamicRegistration?: DynamicRegistrationOptions): Promise<Site> {
+async function site(
+  dynamicRegistration?: DynamicRegistrationOptions,
+  redirectUris?: RedirectUriOptions,
+): Promise<Site> {
   let offset = 0;
   let route: (request: Request) => Promise<Response> = async () => new Response(null);
   const bindPeer = peerAddress(nodeServerClientAddress);
@@ -57,6 +64,7 @@ async function site(dynamicRegistration?: DynamicRegistrationOptions): Promise<S
       signedInAt: () => Date.now() + offset,
       signInPath: "/login",
       ...(dynamicRegistration === undefined ? {} : { dynamicRegistration }),
+      ...(redirectUris === undefined ? {} : { redirectUris }),
     },
   });
   route = async (request) => {
@@ -340,6 +348,24 @@ describe("dynamic client registration", () => {
     expect(answer.body.client_id).toBeUndefined();
   });
 
+  it("registers a single-label scheme the server names in privateUseSchemes, and no other", async () => {
+    const at = await site({}, { privateUseSchemes: ["cursor"] });
+    const cursor = "cursor://anysphere.cursor-retrieval/oauth/callback";
+    const answer = await register(at, { client_name: "Cursor", redirect_uris: [cursor] });
+    expect(answer.status).toBe(201);
+    expect(answer.body.redirect_uris).toEqual([cursor]);
+    for (const uri of ["myapp:/callback", "https2://evil.example/cb", "httpx://evil.example/cb"]) {
+      const refused = await register(at, { redirect_uris: [cursor, uri] });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toBe("invalid_redirect_uri");
+    }
+    // Without the option, the same registration is refused.
+    const plain = await site({});
+    const refused = await register(plain, { client_name: "Cursor", redirect_uris: [cursor] });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error_description).toMatch(/privateUseSchemes/);
+  });
+
   it("refuses a body that is not JSON, or too large, with invalid_request", async () => {
     const at = await site({});
     const plain = await post(at, JSON.stringify(goodMetadata), "127.0.0.1", "text/plain");
@@ -539,5 +565,29 @@ describe("dynamic registration options", () => {
         },
       }),
     ).rejects.toThrow(/dynamicRegistration/);
+  });
+});
+
+describe("the redirect-URI policy option", () => {
+  it.each([
+    [{ privateUseScheme: ["cursor"] }],
+    [{ privateUseSchemes: ["https2"] }],
+    [{ privateUseSchemes: ["com.example.app"] }],
+    [{ localhostAnyPort: 1 }],
+  ])("throws on %j when agentAuth is built, naming the key", async (options) => {
+    await expect(
+      agentAuth({
+        issuer: "https://api.example.com",
+        clients: new MemoryClientStore(),
+        keys,
+        capabilities: [{ name: "read", description: "Reads.", handler: () => "read" }],
+        authorizationCode: {
+          consentPage: () => new Response(),
+          signedInAt: () => undefined,
+          signInPath: "/login",
+          redirectUris: options as RedirectUriOptions,
+        },
+      }),
+    ).rejects.toThrow(/authorizationCode: redirectUris/);
   });
 });

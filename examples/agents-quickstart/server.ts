@@ -6,11 +6,13 @@ import {
   csrf,
   csrfToken,
   login,
+  mustAuthentication,
   newHandler,
   nodeServerClientAddress,
   passwordCredentials,
   sameOriginPath,
   sessions,
+  signedInAt,
 } from "portcullis";
 import { agentAuth } from "portcullis/agentauth";
 import { mcpEndpoint } from "portcullis/mcp";
@@ -70,39 +72,73 @@ const agents = await agentAuth({
     },
   ],
   mcp: {}, // tokens for <issuer>/mcp too, where the same capabilities are MCP tools
+  // MCP clients (desktop apps, IDEs, the MCP SDKs' auth()) sign in by authorization code: they
+  // register themselves, a signed-in human approves on the consent page, refresh tokens follow.
+  authorizationCode: {
+    consentPage: (request, consent) => {
+      // The name is the client's own claim: quoted, beside where the browser is sent back.
+      const who = `"${consent.clientName ?? consent.clientId}" (back to ${consent.redirectHost})`;
+      return decision(request, who, consent.capabilities, consent.action, {
+        consent: consent.consentToken,
+      });
+    },
+    signedInAt,
+    signInPath: "/login",
+    dynamicRegistration: {}, // POST /oauth/register: public clients only, rate limited
+  },
   onEvent: (event) => console.log("agent event", event), // ids and outcomes, never tokens
 });
 
-// The approval page: a typed code leads to what the agent asks for, with Approve and Deny;
-// only that review's form (it carries `review`, the proof it was shown) can approve.
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 const page = (body: string, status = 200) =>
   new Response(`<!doctype html><meta charset="utf-8"><title>Approve an agent</title>${body}`, {
     status,
     headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
   });
+// A form's hidden fields, the CSRF token first.
+const hidden = async (request: Request, fields: Record<string, string> = {}) =>
+  Object.entries({ _csrf: await csrfToken(request), ...fields })
+    .map(([name, value]) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`)
+    .join("");
+type Asked = readonly { name: string; description: string }[];
+// Every approval, by device flow or by an MCP client's consent: who asks for what, Approve and
+// Deny; `fields` prove this human was shown this request (`review`, `consent`).
+const decision = async (request: Request, who: string, asked: Asked, action: string, fields = {}) =>
+  page(`<h1>${escapeHtml(who)} asks for</h1>
+    <ul>${asked.map((c) => `<li>${escapeHtml(c.name)}: ${escapeHtml(c.description)}</li>`).join("")}</ul>
+    <form method="post" action="${escapeHtml(action)}">${await hidden(request, fields)}
+      <button name="action" value="approve">Approve</button>
+      <button name="action" value="deny">Deny</button></form>`);
+// The device flow's page: a typed code leads to its review; a GET from a link is only pre-filled
+// (`unconfirmed`), and the human submits it to see the request.
 async function approvalPage(request: Request, code: string): Promise<Response> {
-  const csrfField = `<input type="hidden" name="_csrf" value="${escapeHtml(await csrfToken(request))}">`;
-  // A GET from a link is only pre-filled (`unconfirmed`); the human submits it to see the request.
   const found = code === "" ? undefined : await agents.describe(request, code);
-  if (found?.ok)
-    return page(`<h1>${escapeHtml(found.agentName ?? found.principalId)} asks for</h1>
-      <ul>${found.capabilities.map((c) => `<li>${escapeHtml(c.name)}: ${escapeHtml(c.description)}</li>`).join("")}</ul>
-      <form method="post" action="/agent/approve">${csrfField}
-        <input type="hidden" name="user_code" value="${escapeHtml(found.userCode)}">
-        <input type="hidden" name="review" value="${escapeHtml(found.reviewToken)}">
-        <button name="action" value="approve">Approve</button>
-        <button name="action" value="deny">Deny</button></form>`);
+  if (found?.ok) {
+    const who = found.agentName ?? found.principalId;
+    return decision(request, who, found.capabilities, "/agent/approve", {
+      user_code: found.userCode,
+      review: found.reviewToken,
+    });
+  }
   const problem =
     found === undefined || found.reason === "unconfirmed"
       ? ""
       : `<p>${found.reason === "too_many_attempts" ? "Too many wrong codes; wait a while." : "That code is unknown or has expired."}</p>`;
   return page(
-    `${problem}<form method="post" action="/agent/review">${csrfField}
+    `${problem}<form method="post" action="/agent/review">${await hidden(request)}
       <input name="user_code" value="${escapeHtml(found?.ok === false ? (found.userCode ?? code) : code)}">
       <button>Review</button></form>`,
     found?.ok === false && found.reason === "too_many_attempts" ? 429 : 200,
   );
+}
+// What this human approved, agents and MCP clients alike, each with Revoke.
+async function approvedPage(request: Request): Promise<Response> {
+  let rows = "";
+  for (const grant of await agents.grantsApprovedBy(mustAuthentication(request).name))
+    rows += `<li>${escapeHtml(`${grant.principalId}: ${grant.capabilities.join(", ")} (${grant.status})`)}
+      <form method="post" action="/agents">${await hidden(request, { grant_id: grant.grantId })}
+      <button>Revoke</button></form></li>`;
+  return page(`<h1>Agents you approved</h1><ul>${rows}</ul>`);
 }
 
 // The same capabilities as MCP tools at /mcp, for MCP clients (the MCP SDK's server does the protocol).
@@ -116,8 +152,7 @@ const router = async (request: Request): Promise<Response> => {
     // The sign-in form; the login leg answers its POST and sends the browser back to `next`.
     const next = sameOriginPath(url.searchParams.get("next")) ?? "/agent/approve";
     return page(
-      `<form method="post" action="/login"><input type="hidden" name="_csrf" value="${await csrfToken(request)}">
-       <input type="hidden" name="next" value="${escapeHtml(next)}">
+      `<form method="post" action="/login">${await hidden(request, { next })}
        ${url.searchParams.has("error") ? "<p>Wrong username or password.</p>" : ""}
        <label>Username <input name="username"></label>
        <label>Password <input name="password" type="password"></label><button>Sign in</button></form>`,
@@ -129,6 +164,13 @@ const router = async (request: Request): Promise<Response> => {
     return approvalPage(request, url.searchParams.get("user_code") ?? "");
   if (url.pathname === "/agent/review" && request.method === "POST")
     return approvalPage(request, String((await request.formData()).get("user_code") ?? ""));
+  if (url.pathname === "/agents" && request.method === "POST") {
+    const grantId = String((await request.formData()).get("grant_id") ?? "");
+    const mine = await agents.grantsApprovedBy(mustAuthentication(request).name);
+    if (mine.some((grant) => grant.grantId === grantId)) await agents.revoke(grantId); // hers only
+    return new Response(null, { status: 303, headers: { location: "/agents" } });
+  }
+  if (url.pathname === "/agents") return approvedPage(request);
   return new Response("not found", { status: 404 });
 };
 
@@ -153,11 +195,16 @@ serve({
       authz.match("GET", "/.well-known/oauth-protected-resource/**").permitAll(),
       authz.match("POST", "/oauth/device_authorization").permitAll(), // clients authenticate there
       authz.match("POST", "/oauth/token").permitAll(),
+      authz.match("POST", "/oauth/register").permitAll(), // MCP clients register themselves
+      // The consent: a person who is not signed in is sent to sign in by the endpoint itself.
+      authz.match("GET", "/oauth/authorize").permitAll(),
+      authz.match("POST", "/oauth/authorize").hasRole("USER"),
       authz.match("GET", "/capability/list").permitAll(), // answers 401 + AgentAuth itself
       authz.match("POST", "/capability/execute").permitAll(), // checks the capability token itself
       authz.match(["POST", "GET", "DELETE"], "/mcp").permitAll(), // so does the MCP endpoint
       authz.match(["GET", "POST"], "/agent/approve").authenticated(), // the human's page and form
       authz.match("POST", "/agent/review").authenticated(), // a typed code, to its review
+      authz.match(["GET", "POST"], "/agents").hasRole("USER"), // what she approved, and Revoke
     ]),
   }),
 });

@@ -160,6 +160,12 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         signInPath: "/login",
         maxSignInAgeSeconds: Math.max(30, Math.ceil(maxAgeMs / 1000)),
         clientMetadataDocuments: documents,
+        // Clients that have no metadata document register themselves (mcp-remote and other
+        // desktop clients): public clients only, each address and everyone together rate limited.
+        dynamicRegistration: {},
+        // mcp-remote comes back to http://localhost:<a port it picks>, not always the one it
+        // registered with: localhost matches on any port here, as 127.0.0.1 and [::1] always do.
+        redirectUris: { localhostAnyPort: true },
       },
       // The answer to the approval form, as a page of the example.
       approvalResponse: async ({ action, outcome }, request) => {
@@ -466,6 +472,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
         match("GET", "/.well-known/**").permitAll(),
         match("POST", "/oauth/device_authorization").permitAll(),
         match("POST", "/oauth/token").permitAll(),
+        // Dynamic client registration answers in RFC 7591's shape and budgets itself.
+        match("POST", "/oauth/register").permitAll(),
         // The authorization endpoint sends a person who is not signed in to sign in itself, so
         // that a request with prompt=none is answered login_required rather than a page; the
         // consent form's answer needs a signed-in person, and CSRF.

@@ -157,7 +157,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
     byPath.set(pathOfUrl(setup.mcp.metadata), mcpMetadata(setup, runtime));
   // Registration authenticates nobody: it answers in RFC 7591's shape whatever the chain holds.
   const registration = codes?.setup.dynamicRegistration;
-  if (registration !== undefined)
+  if (codes !== undefined && registration !== undefined)
     byPath.set(
       registration.path,
       registrationEndpoint({
@@ -165,6 +165,7 @@ export async function agentAuth(options: AgentAuthOptions): Promise<AgentAuth> {
         storeTimeoutMs: numbers.storeTimeoutMs,
         now: runtime.now,
         maxBodyBytes: REGISTRATION_BODY_BYTES,
+        redirectUris: codes.setup.redirectUris,
       }),
     );
   const oauthPaths = new Set<string>(Object.values(oauth.paths));
@@ -374,6 +375,7 @@ function authorizeEndpoint(setup: Setup, runtime: AgentRuntime, codes: CodeFlow)
         : { clientMetadataDocuments: codes.setup.options.clientMetadataDocuments }),
       allowed: (name) => runtime.registry.has(name),
       resources,
+      redirectUris: codes.setup.redirectUris,
     },
   });
 }

@@ -39,7 +39,10 @@ import {
   type IssuedToken,
   issueAuthorizationCode,
   type OAuthFailure,
+  type RedirectUriOptions,
+  type RedirectUriPolicy,
   readOAuthParameters,
+  redirectUriPolicy,
   refreshTokenTtlOption,
   requestAfterSignIn,
 } from "../oauth2/index.ts";
@@ -140,6 +143,17 @@ export interface AgentAuthorizationCodeOptions {
    */
   readonly dynamicRegistration?: DynamicRegistrationOptions;
   /**
+   * Which redirect URIs the server accepts beyond RFC 8252's rules: named
+   * single-label private-use schemes (`privateUseSchemes: ["cursor"]`), and
+   * `localhost` on any port (`localhostAnyPort`). One policy for every
+   * client: registered in code, registered dynamically (refused there at
+   * once) and named by a metadata document; the authorization endpoint
+   * applies it to every request.
+   *
+   * @default { privateUseSchemes: [], localhostAnyPort: false } — reversed domain names only, and localhost on its registered port
+   */
+  readonly redirectUris?: RedirectUriOptions;
+  /**
    * Refresh token lifetime, in seconds; a refresh never outlives the grant.
    *
    * @default 2_592_000 (30 days)
@@ -170,6 +184,7 @@ export interface AuthorizationCodeSetup {
   readonly maxSignInAgeMs: number;
   readonly refreshTokenTtlSeconds: number;
   readonly requestTimeoutMs: number;
+  readonly redirectUris: RedirectUriPolicy;
   readonly dynamicRegistration?: DynamicRegistrationSettings;
 }
 
@@ -188,6 +203,7 @@ export function checkAuthorizationCodeOptions(
     "maxSignInAgeSeconds",
     "clientMetadataDocuments",
     "dynamicRegistration",
+    "redirectUris",
     "refreshTokenTtlSeconds",
     "path",
     "requestTimeoutMs",
@@ -220,6 +236,7 @@ export function checkAuthorizationCodeOptions(
       integerOption(WHERE, "maxSignInAgeSeconds", options.maxSignInAgeSeconds, 600, 30, 86_400) *
       1000,
     refreshTokenTtlSeconds: refreshTokenTtlOption(WHERE, options.refreshTokenTtlSeconds),
+    redirectUris: redirectUriPolicy(`${WHERE}: redirectUris`, options.redirectUris),
     ...(options.dynamicRegistration === undefined
       ? {}
       : {

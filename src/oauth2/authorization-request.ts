@@ -2,7 +2,7 @@ import { type ClientSource, lookUpClient } from "./client-lookup.ts";
 import type { ClientMetadataPriority } from "./client-metadata-document.ts";
 import type { GrantType, OAuthClient } from "./clients.ts";
 import { isCodeChallenge } from "./pkce.ts";
-import { matchRedirectUri } from "./redirect-uri.ts";
+import { matchRedirectUri, type RedirectUriPolicy, redirectUriProblem } from "./redirect-uri.ts";
 import { parseScope } from "./scope.ts";
 import type { OAuthErrorCode } from "./wire.ts";
 
@@ -81,6 +81,12 @@ export interface AuthorizationRequestPolicy extends ClientSource {
   readonly allowed: (name: string) => boolean;
   /** The resources tokens may be asked for; the first when the request names none. */
   readonly resources: readonly string[];
+  /**
+   * Which redirect URIs are accepted, whoever registered them.
+   *
+   * @default RFC 8252's rules (`DEFAULT_REDIRECT_URI_POLICY`)
+   */
+  readonly redirectUris?: RedirectUriPolicy;
 }
 
 /**
@@ -133,19 +139,26 @@ export async function checkAuthorizationRequest(
   const client = await lookUpClient(policy, clientId, policy.priority ?? "anonymous");
   if (client === undefined) return page("invalid_client", "the client is unknown");
   const redirectUri = query.get("redirect_uri");
+  const registered = client.redirectUris ?? [];
   if (
     redirectUri === null ||
     redirectUri === "" ||
-    !matchRedirectUri(client.redirectUris ?? [], redirectUri)
+    !matchRedirectUri(registered, redirectUri, policy.redirectUris)
   ) {
     // A request object may hold the redirect URI: say why it was not read.
     const unread = requestObjectRefusal(given);
     if (unread !== undefined) return page(unread.error, unread.description);
+    if (redirectUri === null || redirectUri === "")
+      return page("invalid_request", "redirect_uri is missing");
+    // Registered, but not accepted by this server (an app's scheme it does not name): say so.
+    const refused = registered.includes(redirectUri)
+      ? redirectUriProblem(redirectUri, policy.redirectUris)
+      : undefined;
     return page(
       "invalid_request",
-      redirectUri === null || redirectUri === ""
-        ? "redirect_uri is missing"
-        : "redirect_uri is not registered for this client",
+      refused === undefined
+        ? "redirect_uri is not registered for this client"
+        : `redirect_uri is registered for this client, but this server refuses it: it has ${refused}`,
     );
   }
   // 2. The rest goes back to the client, with its state.

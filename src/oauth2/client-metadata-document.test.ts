@@ -411,8 +411,10 @@ describe("the document", () => {
     ["https://app.example.com/cb?x=1", true],
     ["com.example.app:/oauth2redirect", true],
     ["com.example.app://callback", true],
-    // RFC 8252 §7.1: an app's own scheme is a reversed domain name, and never passes for http(s).
-    ["cursor://anysphere.cursor-retrieval/oauth/callback", false],
+    // An app's own scheme never passes for the web's; a single-label one is the server's to
+    // accept (`redirectUris.privateUseSchemes`) where the URI is used.
+    ["cursor://anysphere.cursor-retrieval/oauth/callback", true],
+    ["wss://app.example.com/cb", false],
     ["https2://evil.example/cb", false],
     ["http-s://evil.example/cb", false],
     ["https.example.app:/cb", false],

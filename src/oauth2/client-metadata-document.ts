@@ -299,7 +299,8 @@ export function checkClientMetadata(clientId: string, document: unknown): Client
       `the document's redirect_uris is not a list of 1 to ${MAX_REDIRECT_URIS} URIs`,
     );
   for (const uri of uris) {
-    const problem = redirectUriProblem(uri);
+    // A single-label private-use scheme passes here: the server's policy decides where it is used.
+    const problem = redirectUriProblem(uri, "registrable");
     if (problem !== undefined)
       fail("invalid_document", `a redirect URI of the document has ${problem}`);
   }

@@ -8,7 +8,11 @@ import { methodNotAllowed } from "../core/http-method.ts";
 import { type LoginAttemptStore, MemoryLoginAttemptStore } from "../core/login-attempt-store.ts";
 import { integerOption, mountPathOption, rejectUnknownKeys } from "../core/options.ts";
 import type { GrantType, OAuthClient } from "./clients.ts";
-import { redirectUriProblem } from "./redirect-uri.ts";
+import {
+  DEFAULT_REDIRECT_URI_POLICY,
+  type RedirectUriPolicy,
+  redirectUriProblem,
+} from "./redirect-uri.ts";
 import {
   MemoryRegisteredClientStore,
   REGISTERED_CLIENT_PREFIX,
@@ -164,6 +168,13 @@ export interface RegistrationEndpointOptions {
   readonly storeTimeoutMs: number;
   readonly now: () => number;
   readonly maxBodyBytes: number;
+  /**
+   * The server's redirect-URI policy: a redirect URI the authorization
+   * endpoint would refuse is refused at registration.
+   *
+   * @default RFC 8252's rules (`DEFAULT_REDIRECT_URI_POLICY`)
+   */
+  readonly redirectUris?: RedirectUriPolicy;
 }
 
 /** The metadata a registration asked for, checked: what is registered and answered. */
@@ -188,7 +199,10 @@ const CODE_GRANTS: readonly string[] = ["authorization_code", "refresh_token"];
  * registered as `none` (§3.2.1 lets the server replace a value): only public
  * clients are registered, since a secret handed to anyone who asks proves nothing.
  */
-export function checkRegistrationMetadata(body: unknown): MetadataCheck {
+export function checkRegistrationMetadata(
+  body: unknown,
+  policy: RedirectUriPolicy = DEFAULT_REDIRECT_URI_POLICY,
+): MetadataCheck {
   const refuse = (error: OAuthErrorCode, description: string): MetadataCheck => ({
     ok: false,
     error,
@@ -204,7 +218,7 @@ export function checkRegistrationMetadata(body: unknown): MetadataCheck {
       `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} redirect URIs`,
     );
   for (const uri of uris) {
-    const problem = redirectUriProblem(uri);
+    const problem = redirectUriProblem(uri, policy);
     if (problem !== undefined)
       return refuse("invalid_redirect_uri", `a redirect URI has ${problem}`);
   }
@@ -295,7 +309,7 @@ export function registrationEndpoint(options: RegistrationEndpointOptions): Hand
             : "the body is not JSON",
         body.failure === "too_large" ? { status: 413 } : {},
       );
-    const checked = checkRegistrationMetadata(body.value);
+    const checked = checkRegistrationMetadata(body.value, options.redirectUris);
     if (!checked.ok) return oauthError(checked.error, checked.description);
     const { metadata } = checked;
     const client: OAuthClient = Object.freeze({

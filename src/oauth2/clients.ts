@@ -78,7 +78,8 @@ export interface ClientRegistration {
    * Where the authorization endpoint may send the human back: absolute
    * URLs compared exactly (a loopback one on any port, RFC 8252 §7.3);
    * https, http on loopback only, or a native app's private-use scheme, a
-   * reversed domain name (`com.example.app:/callback`, RFC 8252 §7.1).
+   * reversed domain name (`com.example.app:/callback`, RFC 8252 §7.1) or one
+   * the server names (`agentAuth`'s `authorizationCode.redirectUris`).
    *
    * @default none — the client cannot use the authorization-code grant
    */
@@ -201,10 +202,11 @@ function registeredRedirectUris(
       `client registration ${clientId}: redirectUris must list 1 to 20 URLs`,
     );
   for (const uri of uris) {
-    const problem = redirectUriProblem(uri);
+    // A single-label private-use scheme passes here: the server's policy decides where it is used.
+    const problem = redirectUriProblem(uri, "registrable");
     if (problem !== undefined)
       throw new InvalidOptionsError(
-        `client registration ${clientId}: ${JSON.stringify(uri)} is no redirect URI: it has ${problem} (absolute, no fragment; https, http on loopback, or a private-use scheme that is a reversed domain name)`,
+        `client registration ${clientId}: ${JSON.stringify(uri)} is no redirect URI: it has ${problem} (absolute, no fragment; https, http on loopback, or an app's private-use scheme)`,
       );
   }
   return Object.freeze([...uris]);

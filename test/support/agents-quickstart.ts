@@ -22,15 +22,21 @@ export interface QuickstartRun {
   readonly serverOutput: string;
 }
 
-interface Child {
+export interface Child {
   readonly process: ChildProcess;
   output(): string;
   readonly exited: Promise<number | null>;
   waitFor(pattern: RegExp, ms: number): Promise<RegExpExecArray>;
 }
 
-function start(cwd: string, nodeArgs: readonly string[], file: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", file], {
+export function start(
+  cwd: string,
+  nodeArgs: readonly string[],
+  file: string,
+  env: NodeJS.ProcessEnv,
+  args: readonly string[] = [],
+) {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", file, ...args], {
     cwd,
     env,
     stdio: ["ignore", "pipe", "pipe"],
