@@ -219,8 +219,18 @@ describe("an agent, end to end over the socket", () => {
     const grant = grants.find((g) => g.principalId === KEY_ID && g.status === "active");
     expect(grant?.capabilities).toEqual(["read_notes", "add_note"]);
     expect(grant?.expiresAt).toBe((grant?.createdAt ?? 0) + 86_400_000);
-    await agents.revoke(grant?.grantId as string);
-    const afterRevoke = await execute(spare.access_token, "read_notes");
+    // Another person's "agents I approved" page cannot reach this grant, whatever id it posts.
+    expect(await agents.revokeApprovedBy("mallory", grant?.grantId as string)).toBeUndefined();
+    expect(await agents.revokeApprovedBy("mallory", grant?.grantId as string, ["read_notes"])).toBe(
+      undefined,
+    );
+    const still = await execute(spare.access_token, "read_notes");
+    expect(still.status).toBe(200);
+    const another = await oidc.clientCredentialsGrant(config);
+    expect((await agents.revokeApprovedBy("alice", grant?.grantId as string))?.status).toBe(
+      "revoked",
+    );
+    const afterRevoke = await execute(another.access_token, "read_notes");
     expect([afterRevoke.status, afterRevoke.body.error]).toEqual([403, "grant_revoked"]);
     await expect(oidc.clientCredentialsGrant(config)).rejects.toMatchObject({
       error: "invalid_grant",

@@ -166,8 +166,7 @@ const router = async (request: Request): Promise<Response> => {
     return approvalPage(request, String((await request.formData()).get("user_code") ?? ""));
   if (url.pathname === "/agents" && request.method === "POST") {
     const grantId = String((await request.formData()).get("grant_id") ?? "");
-    const mine = await agents.grantsApprovedBy(mustAuthentication(request).name);
-    if (mine.some((grant) => grant.grantId === grantId)) await agents.revoke(grantId); // hers only
+    await agents.revokeApprovedBy(mustAuthentication(request).name, grantId); // hers only
     return new Response(null, { status: 303, headers: { location: "/agents" } });
   }
   if (url.pathname === "/agents") return approvedPage(request);

@@ -346,8 +346,8 @@ export async function createExampleHandler(options: ExampleOptions = {}): Promis
   });
   app.post("/agents/revoke", async (c) => {
     const grantId = String((await c.req.formData()).get("grant_id") ?? "");
-    const mine = await agents.grantsApprovedBy(mustAuthentication(c).name);
-    if (mine.some((grant) => grant.grantId === grantId)) await agents.revoke(grantId);
+    // Only a grant this person approved: a posted grant id cannot reach anyone else's.
+    await agents.revokeApprovedBy(mustAuthentication(c).name, grantId);
     return c.redirect("/agents", 303);
   });
 

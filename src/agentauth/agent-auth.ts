@@ -89,6 +89,16 @@ export interface AgentAuth {
   /** Revokes a whole grant or some of its capabilities; idempotent and permanent. */
   revoke(grantId: string, capabilities?: readonly string[]): Promise<Grant | undefined>;
   /**
+   * `revoke`, for the human behind an "agents I have approved" page: only a
+   * grant `name` approved is touched; any other grant id answers `undefined`
+   * and changes nothing, so a form's `grant_id` cannot reach another person's.
+   */
+  revokeApprovedBy(
+    name: string,
+    grantId: string,
+    capabilities?: readonly string[],
+  ): Promise<Grant | undefined>;
+  /**
    * The agents one human approved, for their "agents I have approved" page:
    * one grant per agent (its active one, else the last that ended), newest first.
    */

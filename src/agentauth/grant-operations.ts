@@ -16,6 +16,8 @@ export function grantOperations(runtime: AgentRuntime, service: DeviceAuthorizat
       runtime.store(() => refreshCapabilityToken(undefined, principalId, grants, runtime, request)),
     revoke: (grantId: string, revoked?: readonly string[]) =>
       revokeGrant(runtime, grantId, revoked),
+    revokeApprovedBy: (name: string, grantId: string, revoked?: readonly string[]) =>
+      revokeGrant(runtime, grantId, revoked, name),
     grantsApprovedBy: async (name: string) =>
       onePerAgent(await runtime.store(() => grants.listByApprover(name)), runtime.now()),
   };
@@ -38,13 +40,19 @@ function onePerAgent(grants: readonly Grant[], now: number): readonly Grant[] {
   return [...shown.values()].sort((a, b) => b.createdAt - a.createdAt);
 }
 
-/** Revokes a whole grant or some of its capabilities, telling `onEvent` what changed. */
+/**
+ * Revokes a whole grant or some of its capabilities, telling `onEvent` what
+ * changed; with `approvedBy`, only a grant that human approved.
+ */
 async function revokeGrant(
   runtime: AgentRuntime,
   grantId: string,
   revoked: readonly string[] | undefined,
+  approvedBy?: string,
 ): Promise<Grant | undefined> {
   const before = await runtime.store(() => runtime.grants.get(grantId));
+  // Who approved a grant never changes, so the check holds for the revocation below.
+  if (approvedBy !== undefined && before?.approvedBy !== approvedBy) return undefined;
   const after = await runtime.store(() => runtime.grants.revoke(grantId, revoked, runtime.now()));
   if (before === undefined || after === undefined) return after;
   const removed = before.capabilities.filter((name) => !after.capabilities.includes(name));
