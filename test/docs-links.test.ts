@@ -95,4 +95,26 @@ describe("links between the README and the guides", () => {
     expect(guides.filter((guide) => !listed(join("docs", "README.md")).has(guide))).toEqual([]);
     expect(guides.filter((guide) => !listed("README.md").has(guide))).toEqual([]);
   });
+
+  it.each([
+    ["docs/README.md", readFileSync(join(ROOT, "docs", "README.md"), "utf8")],
+    ["README.md", guideList(readFileSync(join(ROOT, "README.md"), "utf8"))],
+  ])("%s lists the guides in the order of their files, each under its file's number", (_, text) => {
+    const items = [...text.matchAll(/^ *(\d+)\. \[[^\]]+\]\((?:docs\/)?((\d\d)-[^)#]+\.md)/gm)];
+    const files = items.map((item) => item[2] as string);
+    expect(files).toEqual(
+      GUIDES.map((guide) => guide.slice("docs/".length))
+        .filter((name) => name !== "README.md")
+        .sort(),
+    );
+    for (const item of items) expect(Number(item[1]), item[2]).toBe(Number(item[3]));
+  });
 });
+
+/** The README's "Guides" section: its numbered list is the guides' index. */
+function guideList(readme: string): string {
+  const start = readme.indexOf("\n## Guides\n");
+  expect(start).toBeGreaterThan(0);
+  const end = readme.indexOf("\n## ", start + 1);
+  return readme.slice(start, end === -1 ? undefined : end);
+}
